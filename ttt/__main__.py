@@ -1,0 +1,149 @@
+"""The command line: `python -m ttt stats | arena | bench`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from typing import NoReturn
+
+from ttt import analysis, players, solver
+from ttt.rules import Board
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line and exit status 2: no usage dump, never a traceback."""
+        self.exit(2, f"ttt: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    stats = analysis.game_stats()
+    if args.json:
+        print(json.dumps(stats))
+        return 0
+    print(f"possible games      {stats['games']:>9,}")
+    print(f"  X wins            {stats['x_wins']:>9,}")
+    print(f"  O wins            {stats['o_wins']:>9,}")
+    print(f"  draws             {stats['draws']:>9,}")
+    for length, count in stats["games_by_length"].items():
+        print(f"  {length} moves long      {count:>9,}")
+    print(f"legal positions     {stats['positions']:>9,}")
+    print(f"terminal positions  {stats['terminal_positions']:>9,}")
+    print(f"up to symmetry      {stats['positions_up_to_symmetry']:>9,}")
+    return 0
+
+
+def _progress_bar(total: int):
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int) -> None:
+        width = 30
+        filled = width * done // total
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_arena(args: argparse.Namespace) -> int:
+    if args.plot:
+        try:
+            from ttt.plot import plot_tally
+        except ImportError:
+            print("ttt: error: --plot needs matplotlib (pip install 'ttt[plot]')", file=sys.stderr)
+            return 2
+    rng = random.Random(args.seed)
+    x, o = players.player(args.x), players.player(args.o)
+    tally = players.arena(x, o, args.games, rng, _progress_bar(args.games))
+    if args.plot:
+        plot_tally(tally, x.name, o.name, args.plot)
+    if args.json:
+        print(json.dumps({"x": x.name, "o": o.name, "games": tally.games, "x_wins": tally.x_wins,
+                          "o_wins": tally.o_wins, "draws": tally.draws, "seed": args.seed}))
+        return 0
+    print(f"{'':10}{'games':>9}{'%':>8}")
+    for label, count in ((f"X {x.name}", tally.x_wins), (f"O {o.name}", tally.o_wins),
+                         ("draw", tally.draws)):
+        print(f"{label:10}{count:>9,}{100 * count / tally.games:>7.1f}%")
+    return 0
+
+
+def _best_of(runs: int, fn) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    solve_s = _best_of(20, solver.solve)
+    tree_s = _best_of(3, players._build_tree)
+    perfect, rng = players.LEVELS["perfect"], random.Random(1)
+    board = Board.parse("X...O....")
+    players.tree()
+    n = 200_000
+    start = time.perf_counter()
+    for _ in range(n):
+        perfect.choose(board, rng)
+    move_s = (time.perf_counter() - start) / n
+    games = 200_000
+    start = time.perf_counter()
+    players.arena(perfect, players.LEVELS["random"], games, random.Random(2))
+    arena_rate = games / (time.perf_counter() - start)
+    result = {
+        "solve_ms": round(solve_s * 1000, 2),
+        "tree_ms": round(tree_s * 1000, 2),
+        "perfect_move_us": round(move_s * 1e6, 3),
+        "arena_games_per_s": round(arena_rate),
+    }
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"solve all 5,478 positions from scratch  {result['solve_ms']:>10} ms (best of 20)")
+    print(f"build the move tree and trap table      {result['tree_ms']:>10} ms (best of 3)")
+    print(f"one perfect move once solved            {result['perfect_move_us']:>10} µs")
+    print(f"arena, perfect against random           {result['arena_games_per_s']:>10,} games/s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m ttt", description="Tic-tac-toe engine tools.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    stats = sub.add_parser("stats", help="game-tree statistics")
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(run=cmd_stats)
+    arena = sub.add_parser("arena", help="play many games between two levels")
+    arena.add_argument("--x", required=True, choices=list(players.LEVELS))
+    arena.add_argument("--o", required=True, choices=list(players.LEVELS))
+    arena.add_argument("--games", required=True, type=_positive)
+    arena.add_argument("--seed", type=int, default=None)
+    arena.add_argument("--json", action="store_true")
+    arena.add_argument("--plot", metavar="FILE", help="write a PNG of the results")
+    arena.set_defaults(run=cmd_arena)
+    bench = sub.add_parser("bench", help="time the solver, a move and the arena")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(run=cmd_bench)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
