@@ -51,6 +51,7 @@ def first_mistakes(moves: list[int] | tuple[int, ...]) -> dict[str, Mistake | No
     board = Board()
     for ply, cell in enumerate(moves):
         side = board.turn
+        after_move = board.play(cell)  # an illegal move raises the rules' IllegalMove
         assert side is not None
         if found[side] is None:
             options = solver.move_scores(board)
@@ -58,7 +59,7 @@ def first_mistakes(moves: list[int] | tuple[int, ...]) -> dict[str, Mistake | No
             after = solver.result_of(options[cell])
             if RESULT_RANK[after] < RESULT_RANK[before]:
                 found[side] = Mistake(side, ply, cell, before, after, solver.best_moves(board))
-        board = board.play(cell)
+        board = after_move
     return found
 
 

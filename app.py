@@ -1,0 +1,23 @@
+"""Serve ttt: `python app.py [--host H] [--port P]` (default 127.0.0.1:5000)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ttt.web import create_app, get_socketio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the ttt game.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=5000)
+    args = parser.parse_args()
+    app = create_app()
+    print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
+          flush=True)
+    # The Werkzeug server with simple-websocket: fine for one process; see docs/deploy.md.
+    get_socketio(app).run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+
+
+if __name__ == "__main__":
+    main()

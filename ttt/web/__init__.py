@@ -1,0 +1,111 @@
+"""The web layer: the Flask app factory, pages and Socket.IO events. The only room with Flask."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, current_app
+from flask_socketio import SocketIO
+
+from ttt.store import Store, open_store
+from ttt.web.presence import Presence
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env_config() -> dict[str, Any]:
+    env = os.environ
+    config: dict[str, Any] = {}
+    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE"):
+        if env.get(key):
+            config[key] = env[key]
+    if env.get("TTT_RATE_LIMIT"):
+        config["TTT_RATE_LIMIT"] = float(env["TTT_RATE_LIMIT"])
+    if env.get("TTT_SECRET_KEY"):
+        config["SECRET_KEY"] = env["TTT_SECRET_KEY"]
+    if env.get("TTT_COOKIE_SECURE"):
+        config["SESSION_COOKIE_SECURE"] = env["TTT_COOKIE_SECURE"].lower() in ("1", "true", "yes")
+    return config
+
+
+def _secret_key(instance: Path) -> str:
+    """The key kept in instance/secret_key, made once with owner-only permissions."""
+    path = instance / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    instance.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(key)
+    return key
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the app: defaults, then the environment, then `config` (tests)."""
+    app = Flask(__name__, instance_path=str(ROOT / "instance"),
+                template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
+    app.config.from_mapping(
+        TTT_STORE=None,
+        TTT_MESSAGE_QUEUE=None,
+        TTT_RATE_LIMIT=20.0,
+        TTT_MAX_MESSAGE_BYTES=4096,
+        TTT_MAX_LIVE_PER_PLAYER=50,
+        TTT_MAX_LIVE_GAMES=100_000,
+        TTT_FINISHED_TTL=7 * 24 * 3600,    # finished games stay replayable for a week
+        TTT_IDLE_TTL=30 * 24 * 3600,       # a game nobody touched for 30 days is abandoned
+        TTT_PURGE_EVERY=600,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=False,
+        PERMANENT_SESSION_LIFETIME=400 * 24 * 3600,
+    )
+    app.config.update(_env_config())
+    app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
+    if not app.config["TTT_STORE"]:
+        Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+        app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
+
+    app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"])
+    app.extensions["ttt_presence"] = Presence()
+
+    from ttt.web import events, pages
+
+    app.register_blueprint(pages.bp)
+    socketio = SocketIO(
+        app,
+        async_mode="threading",  # explicit: never let eventlet be picked up by accident
+        message_queue=app.config["TTT_MESSAGE_QUEUE"],
+        max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
+        ping_interval=10,
+        ping_timeout=10,
+        # cors_allowed_origins left at its default: same origin only.
+    )
+    events.register(socketio)
+    app.extensions["ttt_socketio"] = socketio
+    return app
+
+
+def get_store() -> Store:
+    """The store of the current app."""
+    return current_app.extensions["ttt_store"]
+
+
+def get_presence() -> Presence:
+    """The connection registry of the current app."""
+    return current_app.extensions["ttt_presence"]
+
+
+def get_socketio(app: Flask | None = None) -> SocketIO:
+    """The SocketIO object of an app."""
+    return (app or current_app).extensions["ttt_socketio"]
