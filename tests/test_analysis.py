@@ -160,9 +160,7 @@ def test_mistake_describes_itself_and_serialises():
     mistake = analysis.first_mistakes([0, 4, 1, 2, 3, 6])["X"]
     assert mistake is not None
     text = mistake.describe()
-    assert text == (
-        "X's move 3 (left) turned a draw into a loss; the best was the bottom left."
-    )
+    assert text == "X's move 3 (left) turned a draw into a loss; the best was the bottom left."
     assert mistake.to_json() == {
         "side": "X",
         "ply": 4,

@@ -14,7 +14,17 @@ from flask_socketio import SocketIO, join_room, leave_room
 
 from ttt import analysis
 from ttt.match import (
-    MODES, Match, MatchError, ai_reply, claim, create, hint, other, play, rematch, take_seat,
+    MODES,
+    Match,
+    MatchError,
+    ai_reply,
+    claim,
+    create,
+    hint,
+    other,
+    play,
+    rematch,
+    take_seat,
 )
 from ttt.players import AI_LEVELS
 from ttt.store import StoreUnavailable

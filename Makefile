@@ -1,0 +1,43 @@
+# Two commands for a newcomer: `make run` and `make test`. Each sets itself up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+HOST   ?= 127.0.0.1
+PORT   ?= 5000
+
+.PHONY: run test lint bench load system clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv && \
+	  $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,prod,plot]'
+	@touch $@
+
+# Debian's Chromium (browser tests) and redis-server (multi-process tests), when missing.
+system:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium redis-server; \
+	  else echo "note: chromium or redis-server missing and not root: their tests will skip"; fi; \
+	fi
+
+run: $(STAMP)
+	$(PY) app.py --host $(HOST) --port $(PORT)
+
+test: $(STAMP) system
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+bench: $(STAMP)
+	$(PY) -m ttt bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts

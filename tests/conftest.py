@@ -1,0 +1,73 @@
+"""Shared fixtures: an app on the memory store, its clients, and a real server process."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.servers import Remote, Server, close_all
+from ttt.web import create_app, get_socketio
+
+
+@pytest.fixture
+def app():
+    app = create_app({"TESTING": True, "SECRET_KEY": "test-secret", "TTT_STORE": "memory://",
+                      "TTT_RATE_LIMIT": 0})
+    yield app
+    app.extensions["ttt_store"].close()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def make_player(app):
+    """A factory of Socket.IO test clients, each a different player with its own cookie."""
+    made = []
+
+    def make(flask_client=None):
+        flask_client = flask_client or app.test_client()
+        flask_client.get("/")
+        sio = get_socketio(app).test_client(app, flask_test_client=flask_client)
+        assert sio.is_connected()
+        made.append(sio)
+        return sio
+
+    yield make
+    for sio in made:
+        if sio.is_connected():
+            sio.disconnect()
+
+
+@pytest.fixture
+def sio(make_player):
+    return make_player()
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory):
+    """The base URL of a real `python app.py` process on the memory store."""
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "live-test"}, log=log).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _all_remotes():
+    made: list[Remote] = []
+    yield made
+    close_all(made)  # once, in parallel: each disconnect waits ~3 s for a close frame
+
+
+@pytest.fixture
+def remotes(live_server, _all_remotes):
+    """A factory of python-socketio players on the live server, closed at the end of the run."""
+
+    def make(**kwargs) -> Remote:
+        remote = Remote(live_server, **kwargs)
+        _all_remotes.append(remote)
+        return remote
+
+    return make

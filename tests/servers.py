@@ -1,0 +1,146 @@
+"""Real server processes and python-socketio clients for the tests (loopback only)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import requests
+import socketio
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def in_ci() -> bool:
+    """Whether this is CI, where nothing may skip."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def need_binary(name: str) -> str:
+    """The binary's path; skip (or in CI fail) when it is missing."""
+    import pytest
+
+    path = shutil.which(name) or (name if os.path.exists(name) else None)
+    if path:
+        return path
+    if in_ci():
+        pytest.fail(f"{name} is required in CI (make test installs it)")
+    pytest.skip(f"{name} is not installed (make test installs it when run as root)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`python app.py` on a free loopback port, with its own environment."""
+
+    def __init__(self, env: dict[str, str] | None = None, port: int | None = None,
+                 log: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 20) -> Server:
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "app.py"), "--port", str(self.port)],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        if self.log:
+            out.close()  # the child holds its own copy
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}")
+            try:
+                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not become healthy")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up, as a crash."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Remote:
+    """One player (its own cookie) on a real server, through python-socketio."""
+
+    def __init__(self, base: str, cookie: str | None = None, connect: bool = True) -> None:
+        self.base = base
+        self.http = requests.Session()
+        if cookie is None:
+            self.http.get(base + "/", timeout=5).raise_for_status()
+            cookie = self.http.cookies.get("session")
+        self.cookie = cookie
+        self.pushes: list[tuple[str, object]] = []
+        self._lock = threading.Lock()
+        self.sio = socketio.Client(reconnection=False)
+        for name in ("game", "rematch", "record"):
+            self.sio.on(name, self._collector(name))
+        if connect:
+            self.connect()
+
+    def _collector(self, name: str):
+        def collect(payload):
+            with self._lock:
+                self.pushes.append((name, payload))
+        return collect
+
+    def connect(self, url: str | None = None) -> None:
+        self.sio.connect(url or self.base, headers={"Cookie": f"session={self.cookie}"},
+                         transports=["websocket"], wait_timeout=5)
+
+    def call(self, event: str, payload: object = None, timeout: float = 5) -> dict:
+        return self.sio.call(event, payload, timeout=timeout)
+
+    def pushed(self, name: str) -> list:
+        with self._lock:
+            return [p for n, p in self.pushes if n == name]
+
+    def wait_for(self, name: str, predicate, timeout: float = 5.0):
+        """The first push of that name matching predicate, waiting for it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for payload in self.pushed(name):
+                if predicate(payload):
+                    return payload
+            time.sleep(0.02)
+        raise AssertionError(f"no {name} push matched within {timeout}s: {self.pushed(name)[-3:]}")
+
+    def close(self) -> None:
+        if self.sio.connected:
+            self.sio.disconnect()
+
+
+def close_all(remotes: list[Remote]) -> None:
+    """Disconnect in parallel (each disconnect may wait ~3 s for a close frame)."""
+    threads = [threading.Thread(target=r.close) for r in remotes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)

@@ -1,0 +1,139 @@
+"""The match: every change checked, one precise error each, JSON round trips."""
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from ttt.match import (
+    AI,
+    Match,
+    MatchError,
+    claim,
+    create,
+    hint,
+    play,
+    rematch,
+    results,
+    take_seat,
+)
+
+NOW = 1000.0
+
+
+def rng():
+    return random.Random(7)
+
+
+def code_of(fn, *args, **kwargs) -> str:
+    with pytest.raises(MatchError) as error:
+        fn(*args, **kwargs)
+    return error.value.code
+
+
+def test_ai_opens_when_the_player_takes_o():
+    match = create("ai", "alice", NOW, you="O", level="perfect", rng=rng())
+    assert match.seats == {"X": AI, "O": "alice"}
+    assert len(match.moves) == 1 and match.turn == "O"
+
+
+def test_new_ai_game_as_x_waits_for_the_player():
+    match = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    assert match.moves == () and match.turn == "X" and match.role("alice") == "X"
+
+
+def test_create_rejects_unknown_mode_level_and_side():
+    assert code_of(create, "chess", "a", NOW) == "bad_request"
+    assert code_of(create, "ai", "a", NOW, level="godlike") == "bad_request"
+    assert code_of(create, "friend", "a", NOW, you="Z") == "bad_request"
+
+
+def test_play_refuses_each_illegal_move_precisely():
+    match = create("friend", "alice", NOW, you="X")
+    match = take_seat(match, "bob", NOW)
+    assert code_of(play, match, "carol", 0, NOW) == "spectator"
+    assert code_of(play, match, "bob", 0, NOW) == "not_your_turn"
+    match = play(match, "alice", 4, NOW)
+    assert code_of(play, match, "bob", 4, NOW) == "occupied"
+    assert code_of(play, match, "bob", 9, NOW) == "bad_request"
+    assert code_of(play, match, "bob", 0, NOW, version=0) == "stale"
+    assert play(match, "bob", 0, NOW, version=1).moves == (4, 0)
+
+
+def test_game_over_refuses_moves_and_reports_the_line():
+    match = create("local", "alice", NOW)
+    for cell in (0, 3, 1, 4, 2):
+        match = play(match, "alice", cell, NOW)
+    public = match.public()
+    assert public["status"] == "won" and public["winner"] == "X" and public["line"] == [0, 1, 2]
+    assert public["reason"] == "line" and public["turn"] is None
+    assert code_of(play, match, "alice", 8, NOW) == "game_over"
+
+
+def test_local_game_lets_the_one_player_move_for_both_sides():
+    match = create("local", "alice", NOW)
+    assert match.role("alice") == "both"
+    match = play(play(match, "alice", 0, NOW), "alice", 1, NOW)
+    assert str(match.board) == "XO......."
+
+
+def test_friend_seat_goes_to_the_first_other_player_then_spectators():
+    match = create("friend", "alice", NOW, you="O")
+    assert match.public()["seats"] == {"X": "open", "O": "human"}
+    assert take_seat(match, "alice", NOW) is match
+    match = take_seat(match, "bob", NOW)
+    assert match.role("bob") == "X"
+    assert take_seat(match, "carol", NOW).role("carol") == "spectator"
+
+
+def test_claim_needs_a_friend_game_the_turn_and_sixty_seconds_away():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    assert code_of(claim, match, "alice", 59.0, NOW) == "not_allowed"
+    assert code_of(claim, match, "bob", 120.0, NOW) == "not_your_turn"
+    assert code_of(claim, match, "carol", 120.0, NOW) == "spectator"
+    won = claim(match, "alice", 60.0, NOW)
+    assert won.public()["status"] == "won" and won.public()["reason"] == "claim"
+    assert won.winner == "X" and won.public()["line"] is None
+    ai = create("ai", "alice", NOW, level="easy", rng=rng())
+    assert code_of(claim, ai, "alice", 999.0, NOW) == "not_allowed"
+
+
+def test_rematch_swaps_sides_and_the_ai_opens_when_it_becomes_x():
+    match = create("ai", "alice", NOW, you="X", level="hard", rng=rng())
+    old, fresh = rematch(match, "alice", NOW, rng())
+    assert old.rematch_id == fresh.id
+    assert fresh.seats == {"X": AI, "O": "alice"} and len(fresh.moves) == 1
+    assert fresh.level == "hard" and fresh.mode == "ai"
+    assert code_of(rematch, match, "mallory", NOW, rng()) == "spectator"
+
+
+def test_friend_rematch_waits_for_the_end_of_the_game():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    assert code_of(rematch, match, "bob", NOW, rng()) == "not_allowed"
+
+
+def test_results_credit_only_the_change_that_ends_a_game_against_the_ai():
+    match = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    match = replace(match, moves=(0, 3, 1, 4))
+    after = play(match, "alice", 2, NOW)
+    assert results(match, after) == [("alice", "easy", "wins")]
+    assert results(after, after) == []
+
+
+def test_hints_are_counted_for_the_side_on_move():
+    match = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    assert hint(match, "alice", NOW).hints == {"X": 1, "O": 0}
+    friend = create("friend", "alice", NOW, you="X")
+    assert code_of(hint, friend, "alice", NOW) == "not_allowed"
+
+
+def test_match_round_trips_through_json_and_never_leaks_player_ids():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    match = play(match, "alice", 4, NOW)
+    assert Match.from_json(match.to_json()) == match
+    assert "alice" not in str(match.public()) and "bob" not in str(match.public())
+
+
+def test_game_ids_carry_at_least_128_random_bits():
+    ids = {create("local", "a", NOW).id for _ in range(200)}
+    assert len(ids) == 200 and all(len(i) >= 22 for i in ids)
