@@ -25,7 +25,7 @@ class Tree:
     over: list[int]                      # 0 playing, 1 X won, 2 O won, 3 draw
     cells: list[tuple[int, ...]]         # legal cells of each state
     children: list[tuple[int, ...]]      # the state after each legal cell, aligned with cells
-    perfect: list[tuple[int, ...]]       # positions into cells/children the perfect player picks from
+    perfect: list[tuple[int, ...]]       # indices into cells/children: the perfect choices
 
 
 def _build_tree() -> Tree:

@@ -16,7 +16,8 @@ def plot_tally(tally: Tally, x_name: str, o_name: str, path: str) -> None:
     bars = axes[0]
     labels = [f"X {x_name}", f"O {o_name}", "draw"]
     counts = [tally.x_wins, tally.o_wins, tally.draws]
-    bars.bar(labels, [100 * c / tally.games for c in counts], color=["#2b6cb0", "#c53030", "#718096"])
+    colours = ["#2b6cb0", "#c53030", "#718096"]
+    bars.bar(labels, [100 * c / tally.games for c in counts], color=colours)
     bars.set_ylabel("% of games")
     bars.set_title(f"{tally.games:,} games")
     for ax, side, column in ((axes[1], "X", 0), (axes[2], "O", 1)):
