@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import Remote, Server, close_all
+from tests.servers import RedisServer, Remote, Server, close_all, need_binary
 from ttt.web import create_app, get_socketio
 
 
@@ -71,3 +71,23 @@ def remotes(live_server, _all_remotes):
         return remote
 
     return make
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server for the whole run (skips off CI when the binary is missing)."""
+    binary = need_binary("redis-server")
+    server = RedisServer(binary, tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The URL of an emptied Redis database."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushdb()
+    client.close()
+    return redis_server.url

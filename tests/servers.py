@@ -144,3 +144,32 @@ def close_all(remotes: list[Remote]) -> None:
         t.start()
     for t in threads:
         t.join(10)
+
+
+class RedisServer:
+    """A throwaway `redis-server` on a free loopback port, nothing saved to disk."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        import redis
+
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        client.close()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)

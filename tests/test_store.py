@@ -17,7 +17,7 @@ def _redis_url():
     return os.environ.get("TTT_TEST_REDIS")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request, tmp_path):
     if request.param == "memory":
         s = open_store("memory://")

@@ -81,8 +81,12 @@ def players_to_credit(before: Match, after: Match) -> list[str]:
     return sorted({who for who, _, _ in results(before, after)})
 
 
-def open_store(url: str) -> Store:
-    """The store for a URL: memory://, sqlite:///path or redis://host:port/db."""
+def open_store(url: str, finished_ttl: float = 7 * 24 * 3600,
+               idle_ttl: float = 30 * 24 * 3600) -> Store:
+    """The store for a URL: memory://, sqlite:///path or redis://host:port/db.
+
+    Redis expires games by itself after the TTLs; the others rely on `purge`.
+    """
     if url == "memory://" or url == "memory":
         from ttt.store.memory import MemoryStore
 
@@ -94,5 +98,5 @@ def open_store(url: str) -> Store:
     if url.startswith(("redis://", "rediss://", "unix://")):
         from ttt.store.redis import RedisStore
 
-        return RedisStore(url)
+        return RedisStore(url, finished_ttl=finished_ttl, idle_ttl=idle_ttl)
     raise ValueError(f"unknown store {url!r}: use memory://, sqlite:///path or redis://host:port/db")

@@ -11,7 +11,7 @@ from flask import Flask, current_app
 from flask_socketio import SocketIO
 
 from ttt.store import Store, open_store
-from ttt.web.presence import Presence
+from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,8 +76,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         Path(app.instance_path).mkdir(parents=True, exist_ok=True)
         app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
 
-    app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"])
-    app.extensions["ttt_presence"] = Presence()
+    app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"],
+                                             finished_ttl=app.config["TTT_FINISHED_TTL"],
+                                             idle_ttl=app.config["TTT_IDLE_TTL"])
+    shared = app.config["TTT_MESSAGE_QUEUE"] or (
+        app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
+    app.extensions["ttt_presence"] = Presence(RedisSeats(shared) if shared else MemorySeats())
 
     from ttt.web import events, pages
 
@@ -93,7 +97,37 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     events.register(socketio)
     app.extensions["ttt_socketio"] = socketio
+    if not app.testing:
+        _start_housekeeping(app, socketio)
     return app
+
+
+def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
+    """Background loops: renew seat leases, and purge finished and abandoned games."""
+    import logging
+    import time
+
+    log = logging.getLogger("ttt.housekeeping")
+    presence, store = app.extensions["ttt_presence"], app.extensions["ttt_store"]
+    config = app.config
+
+    def loop() -> None:
+        last_purge = 0.0
+        while True:
+            socketio.sleep(LEASE_SECONDS / 3)
+            try:
+                presence.renew()
+                now = time.time()
+                if now - last_purge >= config["TTT_PURGE_EVERY"]:
+                    last_purge = now
+                    gone = store.purge(now - config["TTT_FINISHED_TTL"],
+                                       now - config["TTT_IDLE_TTL"])
+                    if gone:
+                        log.info("purged %d finished or abandoned games", gone)
+            except Exception as error:  # a store outage must not end the loop
+                log.warning("housekeeping failed: %s", error)
+
+    socketio.start_background_task(loop)
 
 
 def get_store() -> Store:
