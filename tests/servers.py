@@ -149,8 +149,8 @@ def close_all(remotes: list[Remote]) -> None:
 class RedisServer:
     """A throwaway `redis-server` on a free loopback port, nothing saved to disk."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
-        self.port = free_port()
+    def __init__(self, binary: str, workdir: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
