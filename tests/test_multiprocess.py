@@ -45,25 +45,31 @@ def test_players_on_two_processes_play_a_friend_game_through(two_servers):
     assert seen["status"] == "draw"
 
 
+def race(tab1: Remote, tab2: Remote, game_id: str) -> dict:
+    """Both tabs send a different move for version 0 at the same moment."""
+    barrier = threading.Barrier(2)
+    answers: dict = {}
+
+    def send(tab, cell, key):
+        barrier.wait()
+        answers[key] = tab.call("move", {"game": game_id, "cell": cell, "version": 0})
+
+    threads = [threading.Thread(target=send, args=(tab1, 0, 1)),
+               threading.Thread(target=send, args=(tab2, 8, 2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return answers
+
+
 def test_two_tabs_on_two_processes_racing_for_one_turn_land_exactly_once(two_servers):
     (one, two), remote = two_servers
-    for attempt in range(5):
-        tab1 = remote(one)
-        tab2 = remote(two, cookie=tab1.cookie)
+    tab1 = remote(one)
+    tab2 = remote(two, cookie=tab1.cookie)
+    for _ in range(5):
         game = tab1.call("new_game", {"mode": "local"})["game"]
-        barrier = threading.Barrier(2)
-        answers = {}
-
-        def send(tab, cell, key):
-            barrier.wait()
-            answers[key] = tab.call("move", {"game": game["id"], "cell": cell, "version": 0})
-
-        threads = [threading.Thread(target=send, args=(tab1, 0, 1)),
-                   threading.Thread(target=send, args=(tab2, 8, 2))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(10)
+        answers = race(tab1, tab2, game["id"])
         landed = [a for a in answers.values() if a["ok"]]
         refused = [a["error"]["code"] for a in answers.values() if not a["ok"]]
         assert len(landed) == 1 and refused == ["stale"], answers
