@@ -22,6 +22,8 @@ def _env_config() -> dict[str, Any]:
     for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE"):
         if env.get(key):
             config[key] = env[key]
+    if env.get("TTT_ASYNC_MODE"):
+        config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
     if env.get("TTT_RATE_LIMIT"):
         config["TTT_RATE_LIMIT"] = float(env["TTT_RATE_LIMIT"])
     if env.get("TTT_SECRET_KEY"):
@@ -57,6 +59,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         TTT_STORE=None,
         TTT_MESSAGE_QUEUE=None,
         TTT_RATE_LIMIT=20.0,
+        TTT_ASYNC_MODE="threading",        # or "gevent" under gunicorn -k gevent
         TTT_MAX_MESSAGE_BYTES=4096,
         TTT_MAX_LIVE_PER_PLAYER=50,
         TTT_MAX_LIVE_GAMES=100_000,
@@ -70,6 +73,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.update(_env_config())
     app.config.update(config or {})
+    if app.config["TTT_ASYNC_MODE"] not in ("threading", "gevent"):
+        raise ValueError("TTT_ASYNC_MODE must be 'threading' or 'gevent'")
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
     if not app.config["TTT_STORE"]:
@@ -88,7 +93,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     socketio = SocketIO(
         app,
-        async_mode="threading",  # explicit: never let eventlet be picked up by accident
+        # Explicit, never auto-detected: eventlet must not be picked up by accident.
+        async_mode=app.config["TTT_ASYNC_MODE"],
         message_queue=app.config["TTT_MESSAGE_QUEUE"],
         max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
         ping_interval=10,
