@@ -221,3 +221,43 @@ def test_share_page_and_qr_code(client):
     assert client.get("/g/bad!id").status_code == 404
     qr = client.get("/g/" + "a" * 22 + "/qr.svg")
     assert qr.status_code == 200 and qr.mimetype == "image/svg+xml" and b"<svg" in qr.data
+
+
+def test_replay_link_opens_a_read_only_replay_and_bad_ones_get_a_404_page(client):
+    page = client.get("/r/40812")
+    assert page.status_code == 200 and b"data-replay" in page.data
+    assert b"&#34;positions&#34;: [&#34;.........&#34;, &#34;....X....&#34;" in page.data
+    for bad in ("448", "abc", "0123456789", "012345678", "9"):
+        missing = client.get(f"/r/{bad}")
+        assert missing.status_code == 404 and b"Nothing here" in missing.data
+
+
+def test_try_again_from_a_position_starts_there_and_is_not_recorded(sio):
+    answer = call(sio, "new_game", {"mode": "ai", "you": "O", "level": "perfect",
+                                    "moves": [4, 0, 8]})
+    game = answer["game"]
+    assert game["moves"][:3] == [4, 0, 8] and game["start"] == 3 and game["turn"] == "O"
+    while game["status"] == "playing":
+        game = call(sio, "move", {"game": game["id"], "cell": game["board"].index(".")})["game"]
+    assert sum(call(sio, "join", {})["record"]["perfect"].values()) == 0
+    for moves in ([4, 4], [0, 3, 1, 4, 2], "048", [9], [True]):
+        bad = call(sio, "new_game", {"mode": "ai", "you": "X", "level": "easy", "moves": moves})
+        assert error_code(bad) == "bad_request"
+
+
+def test_analyze_after_the_game_gives_positions_and_the_first_mistakes(sio):
+    game = new_game(sio, mode="local")["game"]
+    for cell in (0, 1, 4, 2, 8):  # O's 1 is a mistake: it lets X win
+        game = call(sio, "move", {"game": game["id"], "cell": cell})["game"]
+    answer = call(sio, "analyze", {"game": game["id"]})
+    assert answer["positions"][0] == "........." and answer["positions"][-1] == game["board"]
+    assert answer["review"]["X"] is None
+    assert answer["review"]["O"]["cell"] == 1 and answer["review"]["O"]["best"] == [4]
+
+
+def test_hint_gives_the_best_moves_and_counts_it(sio):
+    game = new_game(sio, mode="local")["game"]
+    for cell in (0, 3, 1, 4):
+        call(sio, "move", {"game": game["id"], "cell": cell})
+    answer = call(sio, "hint", {"game": game["id"]})
+    assert answer["best"] == [2] and answer["game"]["hints"] == {"X": 1, "O": 0}

@@ -63,6 +63,17 @@ def first_mistakes(moves: list[int] | tuple[int, ...]) -> dict[str, Mistake | No
     return found
 
 
+def review(moves: list[int] | tuple[int, ...]) -> dict:
+    """A finished game for the replay: every position, and each side's first mistake."""
+    boards = [Board()]
+    for cell in moves:
+        boards.append(boards[-1].play(cell))
+    return {
+        "positions": [str(b) for b in boards],
+        "review": {side: m.to_json() if m else None for side, m in first_mistakes(moves).items()},
+    }
+
+
 def game_stats() -> dict:
     """Game-tree statistics, counted over the position tree (nothing typed in)."""
     t = tree()

@@ -54,6 +54,7 @@ class Match:
     claimed_by: Mark | None = None       # set when a game is won by claim
     rematch_id: str | None = None        # the game that continued this one
     hints: dict[str, int] = field(default_factory=lambda: {"X": 0, "O": 0})
+    start: int = 0                       # moves preset by "try again from here"; not recorded
     created: float = 0.0
     updated: float = 0.0
     rev: int = 0                         # bumps on every change; stores compare-and-set on it
@@ -127,6 +128,7 @@ class Match:
             "version": len(self.moves),
             "hints": dict(self.hints),
             "rematch": self.rematch_id,
+            "start": self.start,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -134,7 +136,7 @@ class Match:
         return {
             "id": self.id, "mode": self.mode, "level": self.level, "seats": dict(self.seats),
             "moves": list(self.moves), "claimed_by": self.claimed_by,
-            "rematch_id": self.rematch_id, "hints": dict(self.hints),
+            "rematch_id": self.rematch_id, "hints": dict(self.hints), "start": self.start,
             "created": self.created, "updated": self.updated, "rev": self.rev,
         }
 
@@ -145,6 +147,7 @@ class Match:
             id=data["id"], mode=data["mode"], level=data["level"], seats=dict(data["seats"]),
             moves=tuple(data["moves"]), claimed_by=data["claimed_by"],
             rematch_id=data["rematch_id"], hints=dict(data.get("hints") or {"X": 0, "O": 0}),
+            start=data.get("start", 0),
             created=data["created"], updated=data["updated"], rev=data["rev"],
         )
 
@@ -157,8 +160,13 @@ def _seat_kind(seat: str | None) -> str:
 
 
 def create(mode: str, creator: str, now: float, you: str = "X", level: str | None = None,
-           rng: random.Random | None = None, game_id: str | None = None) -> Match:
-    """A new game; against the AI as O, the AI's opening move is already played."""
+           rng: random.Random | None = None, game_id: str | None = None,
+           moves: tuple[int, ...] = ()) -> Match:
+    """A new game; against the AI as O, the AI's opening move is already played.
+
+    `moves` starts the game from that position instead of the empty board (to try
+    a position again); such a game does not count in the player's record.
+    """
     if mode not in MODES:
         raise MatchError("bad_request", f"unknown mode {mode!r}")
     if you not in ("X", "O"):
@@ -171,8 +179,14 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
         level, seats = None, {"X": creator, "O": creator}
     else:
         level, seats = None, {you: creator, other(you): None}
+    try:
+        start = Board.from_moves(moves)
+    except ValueError as error:
+        raise MatchError("bad_request", f"moves: {error}") from None
+    if start.is_over:
+        raise MatchError("bad_request", "moves: the game would already be over")
     match = Match(id=game_id or new_id(), mode=mode, level=level, seats=seats,  # type: ignore[arg-type]
-                  created=now, updated=now)
+                  moves=tuple(moves), start=len(moves), created=now, updated=now)
     return ai_reply(match, rng or random.Random(), now)
 
 
@@ -263,7 +277,7 @@ def hint(match: Match, player_id: str, now: float) -> Match:
 
 def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
     """(player id, level, 'wins'|'draws'|'losses') for a change that ended a game against the AI."""
-    if after.mode != "ai" or before.is_over or not after.is_over:
+    if after.mode != "ai" or after.start or before.is_over or not after.is_over:
         return []
     assert after.level is not None
     found = []

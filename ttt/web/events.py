@@ -66,6 +66,14 @@ def _choice(payload: dict, key: str, options: tuple[str, ...]) -> str:
     return value
 
 
+def _moves(payload: dict) -> tuple[int, ...]:
+    moves = payload.get("moves", [])
+    if (not isinstance(moves, list) or len(moves) > 8
+            or any(type(c) is not int or not 0 <= c <= 8 for c in moves)):
+        raise MatchError("bad_request", "moves must be a list of at most 8 cells from 0 to 8")
+    return tuple(moves)
+
+
 def _whole(payload: dict, key: str, low: int, high: int) -> int:
     value = payload.get(key)
     if type(value) is not int or not low <= value <= high:
@@ -198,7 +206,8 @@ def register(socketio: SocketIO) -> None:
         level = _choice(payload, "level", AI_LEVELS) if mode == "ai" else None
         player = _player()
         _cap_live_games(player)
-        match = create(mode, player, time.time(), you=you, level=level, rng=_rng)
+        match = create(mode, player, time.time(), you=you, level=level, rng=_rng,
+                       moves=_moves(payload))
         get_store().create(match)
         _show(socketio, match)
         return _seated_answer(match, player)
@@ -249,8 +258,7 @@ def register(socketio: SocketIO) -> None:
             raise MatchError("not_allowed", "no analysis while a game against a friend is on")
         answer = {"ok": True, "analysis": analysis.analyze(match.board)}
         if match.is_over:
-            answer["review"] = {side: mistake.to_json() if mistake else None
-                                for side, mistake in analysis.first_mistakes(match.moves).items()}
+            answer.update(analysis.review(match.moves))
         return answer
 
     @event("hint")

@@ -9,7 +9,9 @@ import secrets
 import segno
 from flask import Blueprint, abort, jsonify, render_template, request, session
 
+from ttt import analysis
 from ttt.players import AI_LEVELS
+from ttt.rules import Board
 from ttt.web import get_store
 
 bp = Blueprint("pages", __name__)
@@ -66,6 +68,29 @@ def qr(game_id: str):
         out, kind="svg", scale=6, border=2, xmldecl=False, svgns=True, dark="#111", light="#fff")
     return out.getvalue(), 200, {"Content-Type": "image/svg+xml",
                                  "Cache-Control": "public, max-age=86400"}
+
+
+@bp.get("/r/<moves>")
+def replay(moves: str):
+    """A read-only replay of the game whose cells were played in this order (`/r/40812`)."""
+    if not 1 <= len(moves) <= 9 or not moves.isdigit() or "9" in moves:
+        abort(404, description="A replay link lists the cells played, each a digit from 0 to 8.")
+    cells = [int(c) for c in moves]
+    try:
+        board = Board.from_moves(cells)
+    except ValueError as error:
+        abort(404, description=f"No game can be played that way: {error}.")
+    outcome = board.outcome()
+    data = {"moves": cells, **analysis.review(cells),
+            "winner": outcome.winner if outcome else None,
+            "line": list(outcome.line) if outcome and outcome.line else None,
+            "over": outcome is not None}
+    return render_template("replay.html", replay=data, moves=moves)
+
+
+@bp.app_errorhandler(404)
+def not_found(error):
+    return render_template("404.html", message=getattr(error, "description", "")), 404
 
 
 @bp.get("/healthz")
