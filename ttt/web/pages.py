@@ -9,7 +9,14 @@ import secrets
 
 import segno
 from flask import (
-    Blueprint, abort, current_app, jsonify, render_template, request, send_from_directory, session,
+    Blueprint,
+    abort,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    send_from_directory,
+    session,
 )
 
 from ttt import analysis
