@@ -1,0 +1,61 @@
+// The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code.
+
+/** Wire the panel in `root`. */
+export function createShare(root) {
+  const input = root.querySelector("#share-link");
+  const copy = root.querySelector("#share-copy");
+  const native = root.querySelector("#share-native");
+  const qr = root.querySelector("#share-qr");
+  const feedback = root.querySelector("#share-feedback");
+
+  native.hidden = typeof navigator.share !== "function";
+
+  function say(text) {
+    feedback.textContent = text;
+  }
+
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(input.value);
+      say("Link copied — send it to your friend");
+    } catch {
+      // No clipboard (plain http, or permission refused): select it for the player.
+      input.focus();
+      input.select();
+      say("Link selected — copy it with Ctrl+C, or long-press on a phone");
+    }
+  });
+
+  native.addEventListener("click", async () => {
+    try {
+      await navigator.share({ title: "Tic-tac-toe", text: "Play tic-tac-toe with me", url: input.value });
+    } catch (error) {
+      if (error?.name !== "AbortError") say("Sharing did not work — copy the link instead");
+    }
+  });
+
+  input.addEventListener("focus", () => input.select());
+
+  return {
+    /** Show the panel for the game at `path` ("/g/<id>"); `reveal` scrolls it into view. */
+    show(path, { reveal = false } = {}) {
+      const url = new URL(path, location.origin).href;
+      const fresh = input.value !== url;
+      if (fresh) {
+        input.value = url;
+        qr.src = `${path}/qr.svg`;
+        say("");
+      }
+      root.hidden = false;
+      if (fresh && reveal) {
+        // On a phone the panel is below the board: bring it into view once per link.
+        const calm = matchMedia("(prefers-reduced-motion: reduce)").matches;
+        root.scrollIntoView({ block: "nearest", behavior: calm ? "auto" : "smooth" });
+      }
+    },
+
+    hide() {
+      root.hidden = true;
+    },
+  };
+}

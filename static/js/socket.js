@@ -1,0 +1,41 @@
+// Transport: one Socket.IO connection, and call(event, payload) -> Promise<answer>.
+import { io } from "../vendor/socket.io.esm.min.js";
+
+const TIMEOUT_MS = 8000;
+
+/** An answer shaped like the server's refusals, for failures the client sees itself. */
+function refusal(code) {
+  return { ok: false, error: { code, message: "" } };
+}
+
+/**
+ * Connect to the server. Handlers are registered here, once: registering them
+ * inside the connect callback would add them again on every reconnect.
+ */
+export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch }) {
+  const socket = io({ autoConnect: false });
+
+  socket.on("connect", () => onConnect());
+  socket.on("disconnect", () => onDisconnect({ retrying: socket.active }));
+  socket.on("connect_error", () => onDisconnect({ retrying: socket.active }));
+  socket.on("game", (game) => onGame(game));
+  socket.on("record", (record) => onRecord(record));
+  socket.on("rematch", (push) => onRematch(push));
+
+  /** Send an event and resolve with the server's answer; never rejects. */
+  function call(event, payload, timeout = TIMEOUT_MS) {
+    // Socket.IO would buffer the event and send it on reconnect: a move made
+    // blind, long after the player saw the board. Refuse it now instead.
+    if (!socket.connected) return Promise.resolve(refusal("offline"));
+    return new Promise((resolve) => {
+      socket.timeout(timeout).emit(event, payload, (error, answer) => {
+        if (error) resolve(refusal("timeout"));
+        else if (answer === null || typeof answer !== "object") resolve(refusal("bad_answer"));
+        else resolve(answer);
+      });
+    });
+  }
+
+  socket.connect();
+  return { call };
+}

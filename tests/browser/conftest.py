@@ -1,0 +1,95 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright's sync API (no pytest plugin).
+
+`live_server` (tests/conftest.py) is a real `python app.py` on a fresh memory store. Every
+page gets its own browser context, so its own cookie: a new player with an empty record.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.servers import in_ci
+
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+
+
+@dataclass
+class Chromium:
+    browser: object
+    devices: dict
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One Chromium for the whole run; skipped without it, except in CI where that fails."""
+    if not os.path.exists(CHROMIUM):
+        if in_ci():
+            pytest.fail(f"{CHROMIUM} is required in CI for the browser tests")
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if in_ci():
+            raise
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield Chromium(browser, playwright.devices)
+        browser.close()
+
+
+def phone(chromium: Chromium) -> dict:
+    """The Pixel 7 descriptor, minus the key new_context does not take."""
+    descriptor = dict(chromium.devices["Pixel 7"])
+    descriptor.pop("default_browser_type", None)
+    return descriptor
+
+
+def note_console(message, problems: list[str]) -> None:
+    if message.type == "error":
+        problems.append(f"console.error: {message.text}")
+
+
+@pytest.fixture
+def open_page(chromium, live_server, request):
+    """A factory of pages on the live server, each a new player. Console errors fail the test;
+    each page's last state is saved to test-artifacts/."""
+    contexts = []
+    problems: list[str] = []
+
+    def open_page(device="desktop", path="/", color_scheme="light"):
+        if device == "desktop":
+            options = DESKTOP
+        elif device == "phone":
+            options = phone(chromium)
+        else:
+            options = {"viewport": device}
+        context = chromium.browser.new_context(
+            base_url=live_server, color_scheme=color_scheme, **options)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("console", lambda message: note_console(message, problems))
+        page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+        page.goto(path)
+        return page
+
+    yield open_page
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "_", request.node.name)
+    for index, context in enumerate(contexts):
+        for page in context.pages:
+            page.screenshot(path=str(ARTIFACTS / f"{name}-{index}.png"))
+        context.close()
+    assert problems == [], "the page logged errors"
