@@ -146,3 +146,12 @@ def test_redis_contract_runs_in_ci():
         import shutil
 
         assert shutil.which("redis-server"), "CI needs redis-server"
+
+
+def test_live_games_are_counted_per_player_in_every_seat_kind(store):
+    store.create(create("local", "alice", NOW))                 # both seats
+    store.create(create("friend", "alice", NOW, you="O"))       # X still open
+    store.create(create("ai", "alice", NOW, you="X", level="easy"))
+    store.create(create("friend", "bob", NOW, you="X"))
+    assert store.count_live("alice") == 3 and store.count_live("bob") == 1
+    assert store.count_live() == 4

@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS games (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS games_updated ON games (updated);
+CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
 CREATE TABLE IF NOT EXISTS players (
     id TEXT PRIMARY KEY,
     current TEXT,
@@ -130,8 +133,10 @@ class SqliteStore:
         if player_id is None:
             sql, args = "SELECT COUNT(*) FROM games WHERE live = 1", ()
         else:
-            sql = "SELECT COUNT(*) FROM games WHERE live = 1 AND (seat_x = ? OR seat_o = ?)"
-            args = (player_id, player_id)
+            sql = ("SELECT (SELECT COUNT(*) FROM games WHERE live = 1 AND seat_x = ?) + "
+                   "(SELECT COUNT(*) FROM games WHERE live = 1 AND seat_o = ? "
+                   "AND seat_x IS NOT ?)")
+            args = (player_id, player_id, player_id)
         return self._conn().execute(sql, args).fetchone()[0]
 
     def ping(self) -> bool:

@@ -27,7 +27,7 @@ from ttt.match import (
     take_seat,
 )
 from ttt.players import AI_LEVELS
-from ttt.store import StoreUnavailable
+from ttt.store import StoreUnavailable, players_to_credit
 from ttt.web import get_presence, get_store
 from ttt.web.pages import GAME_ID, PLAYER_ID
 
@@ -138,8 +138,6 @@ def _seated_answer(match: Match, player: str) -> dict[str, Any]:
 
 def _credit(socketio: SocketIO, before: Match, after: Match) -> dict | None:
     """Push a changed record to all of the player's tabs; the record if it changed."""
-    from ttt.store import players_to_credit
-
     record = None
     for who in players_to_credit(before, after):
         record = get_store().record(who)
@@ -217,7 +215,6 @@ def register(socketio: SocketIO) -> None:
         player = _player()
         if "game" in payload:
             game_id = _game_id(payload)
-            _load(game_id)
             _, match = _update(game_id, lambda m: take_seat(m, player, time.time()))
         else:
             current = get_store().current(player)
