@@ -155,3 +155,25 @@ def test_live_games_are_counted_per_player_in_every_seat_kind(store):
     store.create(create("friend", "bob", NOW, you="X"))
     assert store.count_live("alice") == 3 and store.count_live("bob") == 1
     assert store.count_live() == 4
+
+
+def test_redis_games_expire_finished_soon_and_live_games_only_when_idle(redis_url):
+    store = open_store(redis_url, finished_ttl=60, idle_ttl=3600)
+    match = win_for_x(store)
+    key = f"ttt:game:{match.id}"
+    assert 3500 < store.redis.ttl(key) <= 3600
+    store.update(match.id, lambda m: play(m, "alice", 2, NOW))
+    assert 0 < store.redis.ttl(key) <= 60
+    assert store.count_live("alice") == 0
+    store.close()
+
+
+def test_redis_outage_raises_store_unavailable_and_ping_says_no():
+    from tests.servers import free_port
+    from ttt.store import StoreUnavailable
+
+    store = open_store(f"redis://127.0.0.1:{free_port()}/0")
+    assert store.ping() is False
+    with pytest.raises(StoreUnavailable):
+        store.get("a" * 22)
+    store.close()
