@@ -1,27 +1,30 @@
 // The board: renders a server snapshot into the nine cells; clicks, taps and keys -> onPlay(cell).
+// Without onPlay it is a board to look at (the replay page): no input, no aria-disabled.
+import { typing, modified } from "./keys.js";
+import { evaluationWords } from "./status.js";
 
 const ARROWS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+const FLAGS = { mistake: "the mistake", better: "a better move" };
 
-/** Whether keys typed now go into a text field rather than to the page. */
-function typing(target) {
-  if (!(target instanceof Element)) return false;
-  if (target.isContentEditable) return true;
-  if (target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return true;
-  if (target instanceof HTMLInputElement) {
-    return !["radio", "checkbox", "button", "submit", "reset", "range", "color"].includes(target.type);
+/** A cell's accessible name, from what is on it: its mark, evaluation, hint or flag. */
+function label(cell) {
+  const index = Number(cell.dataset.cell);
+  const parts = [`row ${Math.floor(index / 3) + 1}, column ${(index % 3) + 1}`,
+    cell.dataset.mark || "empty"];
+  if (cell.dataset.result) {
+    // The words on the cell first, so that voice control can say what it sees.
+    const words = evaluationWords({ result: cell.dataset.result, plies: Number(cell.dataset.plies) });
+    parts.push(`${words.short}: ${words.long}`);
   }
-  return false;
+  if (cell.classList.contains("is-suggested")) parts.push("suggested move");
+  if (cell.dataset.flag) parts.push(FLAGS[cell.dataset.flag]);
+  return parts.join(", ");
 }
 
-function label(cell, mark) {
-  const row = Math.floor(cell / 3) + 1;
-  const column = (cell % 3) + 1;
-  return `row ${row}, column ${column}, ${mark || "empty"}`;
-}
-
-/** Wire the board in `grid` (nine [data-cell] buttons) and the winning-line `strike`. */
-export function createBoard(grid, strike, { onPlay }) {
+/** Wire the board in `grid` (nine [data-cell] elements) and the winning-line `strike`. */
+export function createBoard(grid, strike, { onPlay } = {}) {
   const cells = Array.from(grid.querySelectorAll("[data-cell]"));
+  const readOnly = !onPlay;
 
   /** Roving tabindex: exactly one cell is in the tab order, the one last focused. */
   function focusCell(index) {
@@ -30,62 +33,66 @@ export function createBoard(grid, strike, { onPlay }) {
     cells[index].focus();
   }
 
-  grid.addEventListener("click", (event) => {
-    const cell = event.target.closest("[data-cell]");
-    if (!cell || !grid.contains(cell)) return;
-    const index = Number(cell.dataset.cell);
-    focusCell(index);
-    // aria-disabled cells still send: the server's refusal explains why.
-    onPlay(index);
-  });
+  if (!readOnly) {
+    grid.addEventListener("click", (event) => {
+      const cell = event.target.closest("[data-cell]");
+      if (!cell || !grid.contains(cell)) return;
+      const index = Number(cell.dataset.cell);
+      focusCell(index);
+      // aria-disabled cells still send: the server's refusal explains why.
+      onPlay(index);
+    });
 
-  grid.addEventListener("keydown", (event) => {
-    const cell = event.target.closest("[data-cell]");
-    if (!cell || event.altKey || event.ctrlKey || event.metaKey) return;
-    const index = Number(cell.dataset.cell);
-    let row = Math.floor(index / 3);
-    let column = index % 3;
-    if (event.key in ARROWS) {
-      const [down, right] = ARROWS[event.key];
-      row = Math.min(2, Math.max(0, row + down));
-      column = Math.min(2, Math.max(0, column + right));
-    } else if (event.key === "Home") {
-      column = 0;
-    } else if (event.key === "End") {
-      column = 2;
-    } else {
-      return;
-    }
-    event.preventDefault();
-    focusCell(row * 3 + column);
-  });
+    grid.addEventListener("keydown", (event) => {
+      const cell = event.target.closest("[data-cell]");
+      if (!cell || modified(event)) return;
+      const index = Number(cell.dataset.cell);
+      let row = Math.floor(index / 3);
+      let column = index % 3;
+      if (event.key in ARROWS) {
+        const [down, right] = ARROWS[event.key];
+        row = Math.min(2, Math.max(0, row + down));
+        column = Math.min(2, Math.max(0, column + right));
+      } else if (event.key === "Home") {
+        column = 0;
+      } else if (event.key === "End") {
+        column = 2;
+      } else {
+        return;
+      }
+      event.preventDefault();
+      focusCell(row * 3 + column);
+    });
 
-  // Digits 1-9 play cells 0-8 from anywhere on the page, unless a text field has the keys.
-  document.addEventListener("keydown", (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.repeat) return;
-    if (!/^[1-9]$/.test(event.key) || typing(event.target)) return;
-    event.preventDefault();
-    const index = Number(event.key) - 1;
-    focusCell(index);
-    onPlay(index);
-  });
+    // Digits 1-9 play cells 0-8 from anywhere on the page, unless a text field has the keys.
+    document.addEventListener("keydown", (event) => {
+      if (modified(event) || event.repeat) return;
+      if (!/^[1-9]$/.test(event.key) || typing(event.target)) return;
+      event.preventDefault();
+      const index = Number(event.key) - 1;
+      focusCell(index);
+      onPlay(index);
+    });
+  }
 
   /**
-   * Show `game`. `playable`: the viewer may move now. `fresh`: the cell whose
-   * mark just appeared (animated), null for none, undefined to leave as is.
+   * Show `game` (or a position shaped like it: board, moves, line, status, winner, turn).
+   * `playable`: the viewer may move now. `fresh`: the cell whose mark just appeared
+   * (animated), null for none, undefined to leave as is. Evaluations, hints and flags go.
    */
-  function render(game, { playable, fresh }) {
+  function render(game, { playable = false, fresh } = {}) {
     const last = game.moves.length ? game.moves[game.moves.length - 1] : null;
     const line = game.line ?? [];
     for (const cell of cells) {
       const index = Number(cell.dataset.cell);
       const mark = game.board[index] === "." ? "" : game.board[index];
       cell.dataset.mark = mark;
-      cell.setAttribute("aria-label", label(index, mark));
-      cell.setAttribute("aria-disabled", String(!playable || mark !== ""));
+      if (!readOnly) cell.setAttribute("aria-disabled", String(!playable || mark !== ""));
       cell.classList.toggle("is-last", index === last);
       cell.classList.toggle("is-win", line.includes(index));
       if (fresh !== undefined) cell.classList.toggle("is-new", index === fresh);
+      clear(cell);
+      cell.setAttribute("aria-label", label(cell));
     }
     grid.dataset.status = game.status;
     grid.dataset.turn = playable ? game.turn : "";
@@ -94,5 +101,62 @@ export function createBoard(grid, strike, { onPlay }) {
     grid.parentElement.dataset.winner = game.winner ?? "";
   }
 
-  return { render };
+  function clear(cell) {
+    delete cell.dataset.result;
+    delete cell.dataset.plies;
+    delete cell.dataset.flag;
+    cell.classList.remove("is-suggested");
+    const text = cell.querySelector(".eval");
+    if (text) text.textContent = "";
+  }
+
+  /** Write on the empty cells what each move leads to (the `moves` of analyze); null: nothing. */
+  function evaluate(moves) {
+    const byCell = new Map((moves ?? []).map((move) => [move.cell, move]));
+    for (const cell of cells) {
+      const move = byCell.get(Number(cell.dataset.cell));
+      const text = cell.querySelector(".eval");
+      if (move && cell.dataset.mark === "") {
+        cell.dataset.result = move.result;
+        cell.dataset.plies = String(move.plies);
+        if (text) text.textContent = evaluationWords(move).short;
+      } else {
+        delete cell.dataset.result;
+        delete cell.dataset.plies;
+        if (text) text.textContent = "";
+      }
+      cell.setAttribute("aria-label", label(cell));
+    }
+  }
+
+  /** Highlight the cells a hint suggests ([] for none). */
+  function suggest(suggested) {
+    for (const cell of cells) {
+      cell.classList.toggle("is-suggested", suggested.includes(Number(cell.dataset.cell)));
+      cell.setAttribute("aria-label", label(cell));
+    }
+  }
+
+  /** Mark a mistake on the board and the moves that would have been better. */
+  function flag({ mistake = null, better = [] } = {}) {
+    for (const cell of cells) {
+      const index = Number(cell.dataset.cell);
+      if (index === mistake) cell.dataset.flag = "mistake";
+      else if (better.includes(index) && cell.dataset.mark === "") cell.dataset.flag = "better";
+      else delete cell.dataset.flag;
+      cell.setAttribute("aria-label", label(cell));
+    }
+  }
+
+  /** Say that the board shows a past position (true) or the game as it is (false). */
+  function replaying(on) {
+    grid.parentElement.classList.toggle("is-replay", on);
+  }
+
+  /** Put the keyboard on the board, on the cell last focused. */
+  function focus() {
+    (cells.find((cell) => cell.tabIndex === 0) ?? cells[0]).focus();
+  }
+
+  return { render, evaluate, suggest, flag, replaying, focus };
 }

@@ -2,10 +2,13 @@
 import { connect } from "./socket.js";
 import { createBoard } from "./board.js";
 import {
-  createStatus, describe, describeLastMove, describeStart, opponentOf, refusalText,
+  cellsWords, createStatus, describe, describeLastMove, describeStart, opponentOf, refusalText,
+  summarize,
 } from "./status.js";
 import { createControls, loadPreferences, newGamePayload, savePreferences } from "./controls.js";
 import { createShare } from "./share.js";
+import { createLearn, loadEvaluations } from "./learn.js";
+import { createReview } from "./review.js";
 
 const CLAIM_AFTER_MS = 60_000;
 const byId = (id) => document.getElementById(id);
@@ -23,6 +26,14 @@ const state = {
   awaySince: null,     // when we saw the opponent go offline
   claimTimer: 0,
   urlGame: app.dataset.gameId || null,
+  evaluations: loadEvaluations(), // the switch is on
+  analysis: null,      // {id, version, moves}: the analyze answer for the snapshot on screen
+  asking: null,        // "id:version" of the evaluations call on its way
+  hint: null,          // {id, version, cells}: the last hint, shown until the next move
+  review: null,        // {id, positions, mistakes, ply}: a finished game's review; ply on screen
+  reviewAsking: null,  // id of the game whose review is on its way
+  trouble: false,      // the server's store is down: the banner stays until a call succeeds
+  retryTimer: 0,
 };
 
 const status = createStatus({
@@ -36,6 +47,28 @@ const status = createStatus({
 });
 const board = createBoard(byId("board"), byId("strike"), { onPlay: play });
 const share = createShare(byId("share"));
+const learn = createLearn(
+  { evaluations: byId("evaluations"), hint: byId("hint-button"), count: byId("hint-count"),
+    note: byId("learn-note") },
+  {
+    onEvaluations(on) {
+      state.evaluations = on;
+      if (state.game) paint(state.game);
+    },
+    onHint: hint,
+  },
+);
+learn.reflect(state.evaluations);
+const review = createReview(byId("review"), {
+  onStep: stepReview,
+  onShow(side) {
+    const mistake = state.review?.mistakes?.[side];
+    if (!mistake) return;
+    goReview(mistake.ply + 1);
+    byId("board-wrap").scrollIntoView({ block: "nearest", behavior: "auto" });
+  },
+  onTry: tryAgain,
+});
 const controls = createControls(
   {
     form: byId("settings"),
@@ -119,9 +152,96 @@ function trackPresence(previous, game) {
   return "";
 }
 
+/** Whether the same game at the same version as `game`. */
+function current(mark, game) {
+  return Boolean(mark) && mark.id === game.id && mark.version === game.version;
+}
+
+/** Whether the board should carry evaluations now: only ever for the viewer's own move. */
+function wantsEvaluations(game) {
+  return state.evaluations && game.mode !== "friend" && canPlay(game) && !state.busy;
+}
+
+/** The review's position when it is not the end of the game, else null. */
+function replayPly(game) {
+  const { review: seen } = state;
+  if (!seen || seen.id !== game.id || !seen.positions) return null;
+  return seen.ply === game.moves.length ? null : seen.ply;
+}
+
+/** The board: the game, or the position the review is on, with what goes on top of it. */
+function paintBoard(game, fresh) {
+  const ply = replayPly(game);
+  if (ply === null) {
+    board.render(game, { playable: canPlay(game), fresh });
+  } else {
+    // A past position, straight from the server's list: nothing to play, nothing won yet.
+    board.render({
+      board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
+      winner: null, status: "replay", turn: null,
+    }, { fresh });
+  }
+  board.replaying(ply !== null);
+  if (state.review?.id === game.id && game.status !== "playing") {
+    const at = ply ?? game.moves.length;
+    const mistake = Object.values(state.review.mistakes ?? {}).find((m) => m && m.ply + 1 === at);
+    board.flag(mistake ? { mistake: mistake.cell, better: mistake.best } : {});
+    return;
+  }
+  const evaluating = wantsEvaluations(game);
+  board.evaluate(evaluating && current(state.analysis, game) ? state.analysis.moves : null);
+  board.suggest(current(state.hint, game) ? state.hint.cells : []);
+  if (evaluating && !current(state.analysis, game)) askEvaluations(game);
+}
+
+/** The switch and Hint under the board, or why they are not there. */
+function offerLearning(game) {
+  let why = "";
+  if (state.you === "spectator") why = "You are watching: hints and evaluations are for the players";
+  else if (game.mode === "friend") {
+    why = "No hints or evaluations against a friend: the review opens when the game ends";
+  }
+  const hints = game.hints ?? { X: 0, O: 0 };
+  learn.offer({
+    why,
+    canHint: !why && canPlay(game) && !state.busy,
+    used: state.you === "both" ? hints.X + hints.O : (hints[state.you] ?? 0),
+  });
+}
+
+/** Who sat where, for the review: {X: "You", O: "AI"}; nothing for pass-and-play or watchers. */
+function sideNames(game) {
+  const other = opponentOf(state.you);
+  if (!other) return {};
+  return { [state.you]: "You", [other]: game.mode === "ai" ? "AI" : "Friend" };
+}
+
+/** The review card: open (and asked for) once a game is over, closed while one is on. */
+function offerReview(game) {
+  if (game.status === "playing") {
+    state.review = null;
+    review.close();
+    return;
+  }
+  if (state.review?.id !== game.id) {
+    state.review = { id: game.id, positions: null, mistakes: null, ply: game.moves.length };
+  }
+  review.open({
+    moves: game.moves,
+    summary: summarize(game, state.you),
+    names: sideNames(game),
+    href: game.moves.length ? `${location.origin}/r/${game.moves.join("")}` : "",
+  });
+  review.at(state.review.ply, game.moves, Boolean(state.review.positions));
+  if (!state.review.positions) askReview(game);
+}
+
 /** Render `game` everywhere; `fresh` as for board.render; `opening`: the player just started it. */
 function paint(game, fresh, opening = false) {
-  board.render(game, { playable: canPlay(game), fresh });
+  paintBoard(game, fresh);
+  offerLearning(game);
+  offerReview(game);
+  byId("practice").hidden = !(game.start > 0);
   status.say(describe(game, state.you));
   status.players(game, state.you);
   status.record(state.record, game.level);
@@ -147,7 +267,9 @@ function show(game, { opening = false } = {}) {
   if (moved) fresh = game.moves[game.moves.length - 1];
   else if (!previous) fresh = null;
   paint(game, fresh, opening);
-  const news = [moved ? describeLastMove(game, state.you) : "", presence]
+  // A practice game opens on a position: say what it is rather than who moved last.
+  const practice = opening && game.start > 0;
+  const news = [moved && !practice ? describeLastMove(game, state.you) : "", presence]
     .filter(Boolean)
     .join(" · ");
   const ended = previous?.status === "playing" && game.status !== "playing";
@@ -181,9 +303,10 @@ function enter(answer, { opening = false } = {}) {
 }
 
 async function join(id) {
-  const answer = await server.call("join", id ? { game: id } : {});
+  const answer = await call("join", id ? { game: id } : {});
   if (!answer.ok) {
-    status.notice(refusalText(answer.error, "join"));
+    // The store being down is the banner's to say; the retries follow it.
+    if (answer.error?.code !== "unavailable") status.notice(refusalText(answer.error, "join"));
     if (id && answer.error?.code === "not_found") {
       state.urlGame = null;
       state.game = null;
@@ -207,7 +330,7 @@ async function join(id) {
 
 async function startGame(settings) {
   status.clearNotice();
-  const answer = await server.call("new_game", newGamePayload(settings));
+  const answer = await call("new_game", newGamePayload(settings));
   if (!answer.ok) {
     status.notice(refusalText(answer.error, "new_game"));
     return;
@@ -218,9 +341,13 @@ async function startGame(settings) {
 async function play(cell) {
   const game = state.game;
   if (!game || state.busy) return;
+  if (replayPly(game) !== null) {
+    goReview(game.moves.length); // a square pressed during the replay: back to the end
+    return;
+  }
   status.clearNotice();
   state.busy = true;
-  const answer = await server.call("move", { game: game.id, cell, version: game.version });
+  const answer = await call("move", { game: game.id, cell, version: game.version });
   if (!answer.ok) {
     state.busy = false;
     status.notice(refusalText(answer.error, "move"));
@@ -248,7 +375,7 @@ async function rematch() {
   if (!state.game) return;
   status.clearNotice();
   state.rematching = true;
-  const answer = await server.call("rematch", { game: state.game.id });
+  const answer = await call("rematch", { game: state.game.id });
   state.rematching = false;
   if (!answer.ok) {
     status.notice(refusalText(answer.error, "rematch"));
@@ -259,10 +386,136 @@ async function rematch() {
 
 async function claim() {
   if (!state.game) return;
-  const answer = await server.call("claim", { game: state.game.id });
+  const answer = await call("claim", { game: state.game.id });
   if (!answer.ok) {
     status.notice(refusalText(answer.error, "claim"));
     return;
   }
   show(answer.game);
+}
+
+/** server.call, and the banner while the server's store is down ("unavailable"). */
+async function call(event, payload) {
+  const answer = await server.call(event, payload);
+  if (answer.ok && state.trouble) {
+    state.trouble = false;
+    clearTimeout(state.retryTimer);
+    status.connection("up");
+  } else if (answer.error?.code === "unavailable") {
+    status.connection("trouble");
+    if (!state.trouble) {
+      state.trouble = true;
+      retry(2000);
+    }
+  }
+  return answer;
+}
+
+/** While the store is down, join again now and then; the first success ends it. */
+function retry(delay) {
+  clearTimeout(state.retryTimer);
+  state.retryTimer = setTimeout(async () => {
+    if (!state.trouble) return;
+    await join(state.game ? state.game.id : state.urlGame);
+    if (state.trouble) retry(Math.min(delay * 2, 16000));
+  }, delay);
+}
+
+/** Ask the server what each move leads to, for the board on screen. */
+async function askEvaluations(game) {
+  const key = `${game.id}:${game.version}`;
+  if (state.asking === key) return;
+  state.asking = key;
+  const answer = await call("analyze", { game: game.id });
+  if (state.asking === key) state.asking = null;
+  if (!answer.ok) {
+    if (answer.error?.code !== "unavailable") status.notice(refusalText(answer.error, "analyze"));
+    return;
+  }
+  const now = state.game;
+  if (!now || now.id !== game.id || now.version !== game.version || !wantsEvaluations(now)) return;
+  // The answer is about the game as the server has it now: use it only if that is the board
+  // on screen (the same side to move, the same empty squares).
+  const { turn, moves } = answer.analysis;
+  const empty = [...now.board].filter((mark) => mark === ".").length;
+  if (turn !== now.turn || moves.length !== empty || moves.some((m) => now.board[m.cell] !== ".")) {
+    return;
+  }
+  state.analysis = { id: game.id, version: game.version, moves };
+  paintBoard(now);
+}
+
+/** Ask the server for a finished game's positions and first mistakes. */
+async function askReview(game) {
+  if (state.reviewAsking === game.id) return;
+  state.reviewAsking = game.id;
+  const answer = await call("analyze", { game: game.id });
+  state.reviewAsking = null;
+  const seen = state.review;
+  if (!seen || seen.id !== game.id || seen.positions) return;
+  if (!answer.ok || answer.positions?.length !== game.moves.length + 1) {
+    review.failed();
+    return;
+  }
+  seen.positions = answer.positions;
+  seen.mistakes = answer.review;
+  paint(state.game);
+  review.fill(answer.review, sideNames(game));
+}
+
+/** Step the review: "first", "back", "forward" or "last". */
+function stepReview(to) {
+  const game = state.game;
+  const seen = state.review;
+  if (!game || !seen || seen.id !== game.id || !seen.positions) return;
+  const targets = { first: 0, back: seen.ply - 1, forward: seen.ply + 1, last: game.moves.length };
+  goReview(Math.max(0, Math.min(game.moves.length, targets[to] ?? seen.ply)));
+}
+
+/** Show the position after `ply` moves of the finished game; its last move is the end. */
+function goReview(ply) {
+  const game = state.game;
+  const seen = state.review;
+  if (!game || !seen || seen.id !== game.id || !seen.positions || ply === seen.ply) return;
+  const forward = ply === seen.ply + 1;
+  seen.ply = ply;
+  paintBoard(game, forward ? game.moves[ply - 1] : null);
+  review.at(ply, game.moves);
+}
+
+/** Take a hint: the best squares for the side on move, marked until the next move. */
+async function hint() {
+  const game = state.game;
+  if (!game || state.busy || !canPlay(game)) return;
+  status.clearNotice();
+  const answer = await call("hint", { game: game.id });
+  if (!answer.ok) {
+    status.notice(refusalText(answer.error, "hint"));
+    return;
+  }
+  if (!state.game || state.game.id !== game.id) return;
+  state.hint = { id: game.id, version: answer.game.version, cells: answer.best };
+  show(answer.game);
+  if (state.game.version !== answer.game.version) return;
+  const { best } = answer;
+  if (best.length <= 2) status.news(`Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best)}`);
+  else status.news(`Hint: ${best.length} moves as good as each other`);
+}
+
+/** Play on from just before a side's first mistake, against the AI, as that side. */
+async function tryAgain(side) {
+  const game = state.game;
+  const mistake = state.review?.mistakes?.[side];
+  if (!game || !mistake || state.review.id !== game.id) return;
+  status.clearNotice();
+  const answer = await call("new_game", {
+    mode: "ai", you: side, level: game.level ?? controls.read().level,
+    moves: game.moves.slice(0, mistake.ply),
+  });
+  if (!answer.ok) {
+    status.notice(refusalText(answer.error, "new_game"));
+    return;
+  }
+  enter(answer, { opening: true });
+  board.focus(); // the card that held the button is gone; the board is where play goes on
 }

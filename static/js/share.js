@@ -1,5 +1,17 @@
 // The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code.
 
+/** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
+export async function copyField(input) {
+  try {
+    await navigator.clipboard.writeText(input.value);
+    return true;
+  } catch {
+    input.focus();
+    input.select();
+    return false;
+  }
+}
+
 /** Wire the panel in `root`. */
 export function createShare(root) {
   const input = root.querySelector("#share-link");
@@ -15,15 +27,9 @@ export function createShare(root) {
   }
 
   copy.addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(input.value);
-      say("Link copied — send it to your friend");
-    } catch {
-      // No clipboard (plain http, or permission refused): select it for the player.
-      input.focus();
-      input.select();
-      say("Link selected — copy it with Ctrl+C, or long-press on a phone");
-    }
+    say(await copyField(input)
+      ? "Link copied — send it to your friend"
+      : "Link selected — copy it with Ctrl+C, or long-press on a phone");
   });
 
   native.addEventListener("click", async () => {

@@ -1,6 +1,6 @@
 // Words on the page: the aria-live status line, move news, refusals, the banner, players, the record.
 
-const CELL_NAMES = [
+export const CELL_NAMES = [
   "top left", "top", "top right",
   "left", "centre", "right",
   "bottom left", "bottom", "bottom right",
@@ -14,7 +14,7 @@ const REFUSALS = {
   rate_limited: "Too fast — give it a moment",
   stale: "The board had changed — here is the latest",
   not_found: "That game does not exist",
-  unavailable: "The server is busy — try again in a moment",
+  unavailable: "That did not go through — try again",
   internal: "Something went wrong on the server — try again",
   bad_request: "The server did not understand that",
   timeout: "The server did not answer — try again",
@@ -75,10 +75,61 @@ export function describeLastMove(game, you) {
 
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
+  if (game.start > 0) return `Practice from move ${game.start + 1} · not counted`;
   if (game.mode === "ai") return `You play ${you} against the ${game.level} AI`;
   if (game.mode === "local") return "Two players, one screen — X starts";
   if (you === "spectator") return "";
   return you === "X" ? "You play X and move first" : "You play O — X moves first";
+}
+
+/** "X top left": one move of a game, by its index in the move list. */
+export function moveWords(ply, cell) {
+  return `${ply % 2 === 0 ? "X" : "O"} ${CELL_NAMES[cell]}`;
+}
+
+/** "the centre", "the top left or the bottom right": cells in a sentence. */
+export function cellsWords(cells) {
+  return cells.map((cell) => `the ${CELL_NAMES[cell]}`).join(" or ");
+}
+
+/**
+ * One move of the `analyze` answer in words: `short` on the square ("Win in 3"), `long`
+ * for its label ("this move wins in 3 moves"). `plies` counts the moves of both sides from
+ * this one to the end.
+ */
+export function evaluationWords({ result, plies }) {
+  const moves = plies === 1 ? "1 move" : `${plies} moves`;
+  if (result === "win") {
+    return plies === 1
+      ? { short: "Win now", long: "this move wins at once" }
+      : { short: `Win in ${plies}`, long: `this move wins in ${moves}` };
+  }
+  if (result === "loss") return { short: `Loss in ${plies}`, long: `this move loses in ${moves}` };
+  return { short: "Draw", long: "this move leads to a draw" };
+}
+
+function hintCount(n) {
+  if (!n) return "no hints";
+  return n === 1 ? "with 1 hint" : `with ${n} hints`;
+}
+
+/** The line on top of a finished game's review: "You won — with 2 hints". */
+export function summarize(game, you) {
+  const other = opponentOf(you);
+  const hints = game.hints ?? { X: 0, O: 0 };
+  let result;
+  if (game.status === "draw") result = "Draw";
+  else if (!other) result = `${game.winner} won`;
+  else if (game.winner === you) result = game.reason === "claim" ? "You won — your friend left" : "You won";
+  else result = game.mode === "ai" ? "The AI won" : "Your friend won";
+  let taken = "";
+  if (game.mode === "ai" && other) taken = hintCount(hints[you]);
+  else if (game.mode !== "friend") {
+    const total = hints.X + hints.O;
+    taken = total ? `${hintCount(total)} (X ${hints.X}, O ${hints.O})` : hintCount(0);
+  }
+  const practice = game.start > 0 ? "Practice · " : "";
+  return `${practice}${result}${taken && game.reason !== "claim" ? ` — ${taken}` : ""}`;
 }
 
 /** The message for a refused event. */
@@ -148,15 +199,18 @@ export function createStatus({ status, detail, notice, banner, bannerText, playe
 
     clearNotice,
 
-    /** The connection banner. */
+    /** The connection banner: "up", "retrying", "trouble" (the store is down) or "down". */
     connection(state) {
       if (state === "up") {
         banner.hidden = true;
         return;
       }
-      bannerText.textContent = state === "retrying"
-        ? "Connection lost — reconnecting…"
-        : "Cannot reach the server — reload the page";
+      const texts = {
+        retrying: "Connection lost — reconnecting…",
+        trouble: "Server trouble — retrying…",
+        down: "Cannot reach the server — reload the page",
+      };
+      bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;
     },
 

@@ -1,0 +1,161 @@
+// The review card of a finished game (and of the replay page): the result, step buttons and
+// keys, the moves, each side's first mistake, and a link to the replay.
+import { modified, onPage, typing } from "./keys.js";
+import { copyField } from "./share.js";
+import { CELL_NAMES, moveWords } from "./status.js";
+
+const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
+
+/** Where the replay stands, in words: "Move 3 of 7: X top left". */
+export function captionWords(ply, moves) {
+  const total = moves.length;
+  if (ply === 0) return `Start · move 0 of ${total}`;
+  if (ply === total) return `Final position · move ${total} of ${total}`;
+  return `Move ${ply} of ${total}: ${moveWords(ply - 1, moves[ply - 1])}`;
+}
+
+function moveItem(ply, cell) {
+  const side = ply % 2 === 0 ? "X" : "O";
+  const item = document.createElement("li");
+  item.className = "move";
+  item.dataset.ply = String(ply + 1);
+  item.dataset.side = side;
+  const number = document.createElement("span");
+  number.className = "move-number";
+  number.textContent = `${ply + 1}.`;
+  const mark = document.createElement("span");
+  mark.className = "move-side";
+  mark.textContent = side;
+  item.append(number, " ", mark, ` ${CELL_NAMES[cell]}`);
+  return item;
+}
+
+function flagItem(item) {
+  if (item.classList.contains("is-mistake")) return;
+  item.classList.add("is-mistake");
+  const flag = document.createElement("span");
+  flag.className = "move-flag";
+  flag.textContent = "mistake";
+  item.append(" ", flag);
+}
+
+/**
+ * Wire the card in `root`. `onStep(to)`: "first", "back", "forward", "last". `onShow(side)`:
+ * show that side's mistake on the board. `onTry(side)`: play on from before it. `keys`:
+ * "panel" (arrow keys when the card has focus, or nothing has) or "page" (anywhere).
+ */
+export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
+  const part = (name) => root.querySelector(`[data-review="${name}"]`);
+  const summary = part("summary");
+  const caption = part("caption");
+  const list = part("moves");
+  const link = part("link");
+  const feedback = part("feedback");
+  const steps = Array.from(root.querySelectorAll("[data-step]"));
+  const blocks = Object.fromEntries(
+    Array.from(root.querySelectorAll(".mistake")).map((block) => [block.dataset.side, block]));
+
+  for (const button of steps) {
+    button.addEventListener("click", () => {
+      if (button.getAttribute("aria-disabled") !== "true") onStep(button.dataset.step);
+    });
+  }
+
+  for (const [side, block] of Object.entries(blocks)) {
+    block.querySelector('[data-review="show"]')?.addEventListener("click", () => onShow(side));
+    block.querySelector('[data-review="try"]')?.addEventListener("click", () => onTry(side));
+  }
+
+  part("copy").addEventListener("click", async () => {
+    feedback.textContent = await copyField(link)
+      ? "Link copied"
+      : "Link selected — copy it with Ctrl+C, or long-press on a phone";
+  });
+  link.addEventListener("focus", () => link.select());
+
+  document.addEventListener("keydown", (event) => {
+    if (root.hidden || modified(event) || typing(event.target)) return;
+    const inside = root.contains(event.target);
+    if (event.key === "Escape" && (inside || onPage(event.target))) {
+      onStep("last"); // leave the replay: back to how the game ended
+      return;
+    }
+    const to = KEYS[event.key];
+    if (!to) return;
+    const arrow = to === "back" || to === "forward";
+    // The board's own arrow keys, the settings' radio buttons and page scrolling stay theirs.
+    if (!(inside || (arrow && (keys === "page" || onPage(event.target))))) return;
+    event.preventDefault();
+    onStep(to);
+  });
+
+  function setMistake(side, mistake, who) {
+    const block = blocks[side];
+    block.querySelector('[data-review="who"]').textContent = who ? `${side} · ${who}` : side;
+    block.querySelector('[data-review="text"]').textContent = mistake ? mistake.text : "No mistakes";
+    block.querySelector(".mistake-actions").hidden = !mistake;
+  }
+
+  return {
+    /**
+     * Show the card for a finished game: `moves`, the `summary` line, names of the sides, the
+     * link to its replay. The list is built again only for another game than the one shown.
+     */
+    open({ moves, summary: line, names = {}, href }) {
+      const key = moves.join("");
+      const fresh = root.dataset.key !== key;
+      root.dataset.key = key;
+      summary.textContent = line;
+      link.value = href;
+      part("share").hidden = !href; // a game won by a claim before any move has nothing to show
+      if (fresh) {
+        list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell)));
+        for (const side of ["X", "O"]) {
+          setMistake(side, null, names[side]);
+          blocks[side].querySelector('[data-review="text"]').textContent = "Looking for mistakes…";
+        }
+        feedback.textContent = "";
+        caption.textContent = captionWords(moves.length, moves);
+      }
+      root.hidden = false;
+    },
+
+    /** Mark each side's first mistake (the `review` of the analyze answer). */
+    fill(review, names = {}) {
+      for (const side of ["X", "O"]) {
+        const mistake = review[side];
+        setMistake(side, mistake, names[side]);
+        if (mistake) flagItem(list.querySelector(`[data-ply="${mistake.ply + 1}"]`));
+      }
+    },
+
+    /** Say the review could not be loaded (it is asked again on the next change). */
+    failed() {
+      for (const side of ["X", "O"]) {
+        blocks[side].querySelector('[data-review="text"]').textContent = "Could not load the review";
+      }
+    },
+
+    /** The board shows the position after `ply` of `moves`; `ready`: positions are known. */
+    at(ply, moves, ready = true) {
+      const total = moves.length;
+      const words = captionWords(ply, moves);
+      if (caption.textContent !== words) caption.textContent = words; // a live region: say it once
+      for (const item of list.children) {
+        if (Number(item.dataset.ply) === ply) item.setAttribute("aria-current", "step");
+        else item.removeAttribute("aria-current");
+      }
+      for (const button of steps) {
+        const back = button.dataset.step === "first" || button.dataset.step === "back";
+        const stuck = !ready || (back ? ply === 0 : ply === total);
+        button.setAttribute("aria-disabled", String(stuck));
+      }
+      root.classList.toggle("is-replaying", ply !== total);
+    },
+
+    close() {
+      root.hidden = true;
+      root.classList.remove("is-replaying");
+    },
+  };
+}
