@@ -261,3 +261,14 @@ def test_hint_gives_the_best_moves_and_counts_it(sio):
         call(sio, "move", {"game": game["id"], "cell": cell})
     answer = call(sio, "hint", {"game": game["id"]})
     assert answer["best"] == [2] and answer["game"]["hints"] == {"X": 1, "O": 0}
+
+
+def test_analyze_a_past_position_of_a_finished_game_by_ply(sio):
+    game = new_game(sio, mode="local")["game"]
+    for cell in (0, 1, 4, 2, 8):
+        call(sio, "move", {"game": game["id"], "cell": cell})
+    answer = call(sio, "analyze", {"game": game["id"], "ply": 1})
+    assert answer["ply"] == 1 and answer["version"] == 5
+    assert answer["analysis"]["turn"] == "O" and answer["analysis"]["best"] == [4]
+    assert error_code(call(sio, "analyze", {"game": game["id"], "ply": 6})) == "bad_request"
+    assert error_code(call(sio, "analyze", {"game": game["id"], "ply": "1"})) == "bad_request"

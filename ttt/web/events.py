@@ -27,6 +27,7 @@ from ttt.match import (
     take_seat,
 )
 from ttt.players import AI_LEVELS
+from ttt.rules import Board
 from ttt.store import StoreUnavailable, players_to_credit
 from ttt.web import get_presence, get_store
 from ttt.web.pages import GAME_ID, PLAYER_ID
@@ -253,7 +254,10 @@ def register(socketio: SocketIO) -> None:
         match = _load(_game_id(payload))
         if match.mode == "friend" and not match.is_over:
             raise MatchError("not_allowed", "no analysis while a game against a friend is on")
-        answer = {"ok": True, "analysis": analysis.analyze(match.board)}
+        ply = _whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
+        board = match.board if ply is None else Board.from_moves(match.moves[:ply])
+        answer = {"ok": True, "analysis": analysis.analyze(board), "version": len(match.moves),
+                  "ply": len(match.moves) if ply is None else ply}
         if match.is_over:
             answer.update(analysis.review(match.moves))
         return answer
