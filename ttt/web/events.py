@@ -193,10 +193,13 @@ def register(socketio: SocketIO) -> None:
 
     @socketio.on("disconnect")
     def on_disconnect(*_: Any) -> None:
-        for game_id in get_presence().disconnect(request.sid):
-            match = get_store().get(game_id)
-            if match:
-                push_game(socketio, match)
+        try:
+            for game_id in get_presence().disconnect(request.sid):
+                match = get_store().get(game_id)
+                if match:
+                    push_game(socketio, match)
+        except StoreUnavailable as error:  # the seat lease lapses by itself
+            log.warning("presence not updated on disconnect: %s", error)
 
     @event("new_game")
     def new_game(payload: dict) -> dict:

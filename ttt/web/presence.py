@@ -10,11 +10,15 @@ fall offline by themselves and the highest score is always the last sighting.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
 
+import redis
+
 from ttt.match import Match
+from ttt.store import StoreUnavailable
 
 LEASE_SECONDS = 30.0
 
@@ -64,12 +68,23 @@ class MemorySeats:
         """Nothing to renew: a process's memory dies with its connections."""
 
 
+def _unavailable(method):
+    """A lost Redis connection is StoreUnavailable here too: events answer `unavailable`."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            raise StoreUnavailable(str(error)) from error
+
+    return wrapper
+
+
 class RedisSeats:
     """Seat leases in Redis, shared by every process."""
 
     def __init__(self, url: str, clock=time.time) -> None:
-        import redis
-
         self._redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
                                            socket_connect_timeout=2)
         self._clock = clock
@@ -78,6 +93,7 @@ class RedisSeats:
     def _key(game: str, mark: str) -> str:
         return f"ttt:seen:{game}:{mark}"
 
+    @_unavailable
     def _set(self, entries: list[tuple[str, str, str]], score: float) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for game, mark, sid in entries:
@@ -91,6 +107,7 @@ class RedisSeats:
     def remove(self, game: str, mark: str, sid: str) -> None:
         self._set([(game, mark, sid)], self._clock())
 
+    @_unavailable
     def online(self, game: str) -> dict[str, bool]:
         now = self._clock()
         pipe = self._redis.pipeline(transaction=False)
@@ -99,6 +116,7 @@ class RedisSeats:
         x, o = pipe.execute()
         return {"X": x > 0, "O": o > 0}
 
+    @_unavailable
     def last_seen(self, game: str, mark: str) -> float | None:
         top = self._redis.zrevrange(self._key(game, mark), 0, 0, withscores=True)
         return min(top[0][1], self._clock()) if top else None
