@@ -3,12 +3,14 @@ import { connect } from "./socket.js";
 import { createBoard } from "./board.js";
 import {
   cellsWords, createStatus, describe, describeLastMove, describeStart, opponentOf, refusalText,
-  summarize,
+  sentences, summarize,
 } from "./status.js";
 import { createControls, loadPreferences, newGamePayload, savePreferences } from "./controls.js";
 import { createShare } from "./share.js";
 import { createLearn, loadEvaluations } from "./learn.js";
 import { createReview } from "./review.js";
+import { createDeck } from "./deck.js";
+import { createSound } from "./sound.js";
 
 const CLAIM_AFTER_MS = 60_000;
 const byId = (id) => document.getElementById(id);
@@ -30,8 +32,10 @@ const state = {
   analysis: null,      // {id, version, moves}: the analyze answer for the snapshot on screen
   asking: null,        // "id:version" of the evaluations call on its way
   hint: null,          // {id, version, cells}: the last hint, shown until the next move
-  review: null,        // {id, positions, mistakes, ply}: a finished game's review; ply on screen
+  review: null,        // {id, positions, mistakes, ply, evaluations}: a finished game's review;
+                       // ply on screen; evaluations: the analyze moves of past positions, by ply
   reviewAsking: null,  // id of the game whose review is on its way
+  pastTimer: 0,        // a past position's evaluations are asked for once the stepping pauses
   trouble: false,      // the server's store is down: the banner stays until a call succeeds
   retryTimer: 0,
 };
@@ -40,12 +44,20 @@ const status = createStatus({
   status: byId("status"),
   detail: byId("detail"),
   notice: byId("notice"),
+  announcer: byId("announce"),
   banner: byId("connection"),
   bannerText: byId("connection-text"),
   players: { X: byId("player-x"), O: byId("player-o") },
   record: byId("record"),
 });
 const board = createBoard(byId("board"), byId("strike"), { onPlay: play });
+const deck = createDeck(byId("deck-tabs"), {
+  // The board's replay belongs to the review: away from it, the board shows how the game ended.
+  onLeave(page) {
+    if (page === "deck-review") stepReview("last");
+  },
+});
+const sound = createSound(byId("sound"));
 const share = createShare(byId("share"));
 const learn = createLearn(
   { evaluations: byId("evaluations"), hint: byId("hint-button"), count: byId("hint-count"),
@@ -186,6 +198,13 @@ function paintBoard(game, fresh) {
     const at = ply ?? game.moves.length;
     const mistake = Object.values(state.review.mistakes ?? {}).find((m) => m && m.ply + 1 === at);
     board.flag(mistake ? { mistake: mistake.cell, better: mistake.best } : {});
+    // A past position can carry its evaluations too, for the side to move there; not where a
+    // mistake is flagged, whose "better" squares are the other side's.
+    const evaluating = ply !== null && !mistake && offersLearning(game) && state.evaluations;
+    const known = evaluating ? state.review.evaluations?.[ply] : null;
+    board.evaluate(known ?? null);
+    clearTimeout(state.pastTimer);
+    if (evaluating && !known) state.pastTimer = setTimeout(() => askPastEvaluations(game, ply), 120);
     return;
   }
   const evaluating = wantsEvaluations(game);
@@ -194,13 +213,22 @@ function paintBoard(game, fresh) {
   if (evaluating && !current(state.analysis, game)) askEvaluations(game);
 }
 
+/** Why hints and evaluations are not offered in `game`, or "" when they are. */
+function whyNoLearning(game) {
+  if (state.you === "spectator") return "You are watching: hints and evaluations are for the players";
+  if (game.mode === "friend") {
+    return "No hints or evaluations against a friend: the review opens when the game ends";
+  }
+  return "";
+}
+
+function offersLearning(game) {
+  return !whyNoLearning(game);
+}
+
 /** The switch and Hint under the board, or why they are not there. */
 function offerLearning(game) {
-  let why = "";
-  if (state.you === "spectator") why = "You are watching: hints and evaluations are for the players";
-  else if (game.mode === "friend") {
-    why = "No hints or evaluations against a friend: the review opens when the game ends";
-  }
+  const why = whyNoLearning(game);
   const hints = game.hints ?? { X: 0, O: 0 };
   learn.offer({
     why,
@@ -221,11 +249,15 @@ function offerReview(game) {
   if (game.status === "playing") {
     state.review = null;
     review.close();
+    deck.playing();
     return;
   }
   if (state.review?.id !== game.id) {
-    state.review = { id: game.id, positions: null, mistakes: null, ply: game.moves.length };
+    state.review = {
+      id: game.id, positions: null, mistakes: null, ply: game.moves.length, evaluations: {},
+    };
   }
+  deck.over(game.id);
   review.open({
     moves: game.moves,
     summary: summarize(game, state.you),
@@ -269,13 +301,29 @@ function show(game, { opening = false } = {}) {
   paint(game, fresh, opening);
   // A practice game opens on a position: say what it is rather than who moved last.
   const practice = opening && game.start > 0;
-  const news = [moved && !practice ? describeLastMove(game, state.you) : "", presence]
-    .filter(Boolean)
-    .join(" · ");
+  const lastMove = moved && !practice ? describeLastMove(game, state.you) : "";
+  const news = [lastMove, presence].filter(Boolean).join(" · ");
+  const start = !previous && opening ? describeStart(game, state.you) : "";
   const ended = previous?.status === "playing" && game.status !== "playing";
   if (news) status.news(news);
-  else if (!previous) status.news(opening ? describeStart(game, state.you) : "");
+  else if (!previous) status.news(start);
   else if (ended) status.news(""); // won by a claim: the presence news is over too
+  if (moved || ended || presence || !previous) {
+    status.announce(sentences([lastMove || start, describe(game, state.you), presence]));
+  }
+  if (moved || ended) sound.play(tune(game));
+}
+
+/** The blip for a snapshot that just changed: a mark placed, or how the game ended. */
+function tune(game) {
+  if (game.status === "draw") return "draw";
+  if (game.status === "won") {
+    // Pass-and-play and watchers cheer every win.
+    return game.winner === state.you || !opponentOf(state.you) ? "win" : "loss";
+  }
+  const mover = game.moves.length % 2 === 1 ? "X" : "O";
+  const own = state.you === "both" ? mover === "X" : mover === state.you;
+  return own ? "move" : "reply";
 }
 
 /** Switch to the game of an ok answer of new_game, join or rematch. */
@@ -300,6 +348,11 @@ function enter(answer, { opening = false } = {}) {
   const path = state.link ?? "/";
   if (location.pathname !== path) history.replaceState(null, "", path);
   show(game, { opening });
+  if (!app.dataset.ready) {
+    // The first game on screen: how long a visitor waits is measured to here.
+    performance.mark("ttt:board-ready");
+    app.dataset.ready = canPlay(game) ? "playable" : "shown";
+  }
 }
 
 async function join(id) {
@@ -381,7 +434,10 @@ async function rematch() {
     status.notice(refusalText(answer.error, "rematch"));
     return;
   }
+  const pressed = document.activeElement;
   enter(answer, { opening: true });
+  // Rematch is disabled again now: a keyboard player goes on where the game is played.
+  if (pressed === byId("rematch") || pressed === document.body) board.focus();
 }
 
 async function claim() {
@@ -463,6 +519,19 @@ async function askReview(game) {
   review.fill(answer.review, sideNames(game));
 }
 
+/** Ask the server what each move leads to in the position after `ply` of a finished game. */
+async function askPastEvaluations(game, ply) {
+  const seen = state.review;
+  const answer = await call("analyze", { game: game.id, ply });
+  if (!answer.ok) {
+    if (answer.error?.code !== "unavailable") status.notice(refusalText(answer.error, "analyze"));
+    return;
+  }
+  if (state.review !== seen || answer.ply !== ply || answer.version !== game.version) return;
+  seen.evaluations[ply] = answer.analysis.moves;
+  if (seen.ply === ply && state.game?.id === game.id) paintBoard(state.game);
+}
+
 /** Step the review: "first", "back", "forward" or "last". */
 function stepReview(to) {
   const game = state.game;
@@ -498,8 +567,11 @@ async function hint() {
   show(answer.game);
   if (state.game.version !== answer.game.version) return;
   const { best } = answer;
-  if (best.length <= 2) status.news(`Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best)}`);
-  else status.news(`Hint: ${best.length} moves as good as each other`);
+  const words = best.length <= 2
+    ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best)}`
+    : `Hint: ${best.length} moves as good as each other`;
+  status.news(words);
+  status.announce(words);
 }
 
 /** Play on from just before a side's first mistake, against the AI, as that side. */

@@ -13,7 +13,9 @@ function refusal(code) {
  * inside the connect callback would add them again on every reconnect.
  */
 export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch }) {
-  const socket = io({ autoConnect: false });
+  // WebSocket straight away (one round trip fewer before the board works), long-polling if a
+  // proxy or a firewall will not have it.
+  const socket = io({ autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true });
 
   socket.on("connect", () => onConnect());
   socket.on("disconnect", () => onDisconnect({ retrying: socket.active }));

@@ -132,6 +132,12 @@ export function summarize(game, you) {
   return `${practice}${result}${taken && game.reason !== "claim" ? ` — ${taken}` : ""}`;
 }
 
+/** Phrases as one line to be read out: "AI played the centre. Your turn". */
+export function sentences(parts) {
+  return parts.filter(Boolean).reduce(
+    (line, part) => (line ? `${line}${/[.!?…]$/.test(line) ? "" : "."} ${part}` : part), "");
+}
+
 /** The message for a refused event. */
 export function refusalText(error, event) {
   const code = error?.code;
@@ -166,8 +172,11 @@ function seatsOf(game, you) {
 }
 
 /** Wire the words of the page to their elements. */
-export function createStatus({ status, detail, notice, banner, bannerText, players, record }) {
+export function createStatus({
+  status, detail, notice, announcer, banner, bannerText, players, record,
+}) {
   let noticeTimer = 0;
+  let announceFrame = 0;
 
   function clearNotice() {
     clearTimeout(noticeTimer);
@@ -185,6 +194,21 @@ export function createStatus({ status, detail, notice, banner, bannerText, playe
     /** Set the smaller line under the status: move news, presence. */
     news(text) {
       if (detail.textContent !== text) detail.textContent = text;
+    },
+
+    /**
+     * Say `text` through the page's one polite live region (screen readers read it once).
+     * The status and news lines are not live themselves: this says both, in order, once.
+     */
+    announce(text) {
+      cancelAnimationFrame(announceFrame);
+      if (announcer.textContent !== text) {
+        announcer.textContent = text;
+        return;
+      }
+      // Same words again (a second new game): empty first, so that they are read again.
+      announcer.textContent = "";
+      announceFrame = requestAnimationFrame(() => { announcer.textContent = text; });
     },
 
     /** Show a refusal for a while, in place of the news line. */

@@ -49,11 +49,28 @@ def chromium():
         browser.close()
 
 
+def descriptor(chromium: Chromium, name: str) -> dict:
+    """A Playwright device descriptor, minus the key new_context does not take (some, such as
+    "iPhone 13", name WebKit: here they run in Chromium)."""
+    options = dict(chromium.devices[name])
+    options.pop("default_browser_type", None)
+    return options
+
+
 def phone(chromium: Chromium) -> dict:
-    """The Pixel 7 descriptor, minus the key new_context does not take."""
-    descriptor = dict(chromium.devices["Pixel 7"])
-    descriptor.pop("default_browser_type", None)
-    return descriptor
+    """The Pixel 7 descriptor."""
+    return descriptor(chromium, "Pixel 7")
+
+
+def device_options(chromium: Chromium, device) -> dict:
+    """new_context options for "desktop", "phone", a device name, or a viewport dict."""
+    if device == "desktop":
+        return DESKTOP
+    if device == "phone":
+        return phone(chromium)
+    if isinstance(device, str):
+        return descriptor(chromium, device)
+    return {"viewport": device}
 
 
 def note_console(message, problems: list[str]) -> None:
@@ -69,14 +86,9 @@ def open_page(chromium, live_server, request):
     problems: list[str] = []
 
     def open_page(device="desktop", path="/", color_scheme="light"):
-        if device == "desktop":
-            options = DESKTOP
-        elif device == "phone":
-            options = phone(chromium)
-        else:
-            options = {"viewport": device}
+        """`device`: "desktop", "phone" (Pixel 7), a Playwright device name or a viewport."""
         context = chromium.browser.new_context(
-            base_url=live_server, color_scheme=color_scheme, **options)
+            base_url=live_server, color_scheme=color_scheme, **device_options(chromium, device))
         contexts.append(context)
         page = context.new_page()
         page.on("console", lambda message: note_console(message, problems))

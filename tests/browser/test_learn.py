@@ -167,6 +167,31 @@ def test_review_replays_the_game_and_explains_the_first_mistake(open_page):
     expect(cell(page, 4)).to_have_attribute("data-mark", "O")
 
 
+def test_evaluations_follow_the_review_into_past_positions(open_page):
+    moves = [0, 3, 1, 4, 2]
+    page = open_page()
+    expect(page.locator("#status")).to_have_text("Your turn")
+    pass_and_play(page, moves)
+    expect(page.locator("#status")).to_have_text("X wins")
+    card = page.locator("#review")
+    expect(card.locator(".mistake[data-side='O'] .mistake-text")).to_contain_text("turned")
+    page.locator("#evaluations-switch").click()
+    expect(page.locator(".cell[data-result]")).to_have_count(0)  # the end: nothing to play
+
+    card.locator("[data-step='back']").click()  # after move 4: X to move, and X can win
+    expect_evaluations(page, Board.from_moves(moves[:4]))
+    expect(cell(page, 2).locator(".eval")).to_have_text("Win now")
+    card.locator("[data-step='back']").click()
+    card.locator("[data-step='back']").click()  # after move 2, O's mistake: the flags tell it
+    expect(cell(page, 3)).to_have_attribute("data-flag", "mistake")
+    expect(page.locator(".cell[data-result]")).to_have_count(0)
+    card.locator("[data-step='first']").click()
+    expect_evaluations(page, Board.from_moves([]))
+    card.locator("[data-step='last']").click()
+    expect(page.locator(".cell[data-result]")).to_have_count(0)
+    expect(page.locator("#notice")).to_have_text("")
+
+
 def test_replay_link_steps_through_the_game(open_page):
     expected = analysis.review([4, 0, 8, 1, 2])
     positions = expected["positions"]
