@@ -59,17 +59,27 @@ COMPRESSIBLE = ("text/", "application/javascript", "application/json", "image/sv
                 "application/manifest+json")
 
 
+_gzipped: dict[tuple[str, str], bytes] = {}
+
+
 def _compress(response):
     """gzip text answers for clients that take it: the first load stays small on a phone."""
     if (response.status_code != 200 or "gzip" not in request.headers.get("Accept-Encoding", "")
             or response.headers.get("Content-Encoding")
             or not response.mimetype.startswith(COMPRESSIBLE)):
         return response
+    etag = response.headers.get("ETag")
+    cached = _gzipped.get((request.path, etag)) if etag else None
+    if cached is None:
+        response.direct_passthrough = False
+        body = response.get_data()
+        if len(body) < 512:
+            return response
+        cached = gzip.compress(body, compresslevel=6)
+        if etag and len(_gzipped) < 256:  # static files: compress each version once
+            _gzipped[(request.path, etag)] = cached
     response.direct_passthrough = False
-    body = response.get_data()
-    if len(body) < 512:
-        return response
-    response.set_data(gzip.compress(body, compresslevel=6))
+    response.set_data(cached)
     response.headers["Content-Encoding"] = "gzip"
     response.headers["Vary"] = "Accept-Encoding"
     return response
