@@ -446,10 +446,13 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 def run(clients: int, seconds: float, drop: float, url: str | None, seed: int | None) -> dict:
     server = None if url else OwnServer().start()
-    base = (url or server.url).rstrip("/")
+    # Several comma-separated URLs: processes sharing one store, as behind a sticky front;
+    # each client stays on one of them (round robin), as ip_hash would keep it.
+    bases = [u.rstrip("/") for u in (url or server.url).split(",")]
+    base = ",".join(bases)
     master = random.Random(seed)
     dropping = set(master.sample(range(clients), round(clients * drop)))
-    players = [Client(base, random.Random(master.random()), i in dropping)
+    players = [Client(bases[i % len(bases)], random.Random(master.random()), i in dropping)
                for i in range(clients)]
     ready = [threading.Event() for _ in players]
     done = [threading.Event() for _ in players]
@@ -583,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=_seconds, default=30.0, help="play time (default 30)")
     parser.add_argument("--drop", type=_fraction, default=0.1,
                         help="fraction of clients that drop and reconnect once (default 0.1)")
-    parser.add_argument("--url", help="an already running server; default: start one")
+    parser.add_argument("--url", help="an already running server, or several comma-separated "
+                        "processes sharing one store; default: start one")
     parser.add_argument("--seed", type=int, help="the clients' random seed")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

@@ -8,10 +8,12 @@ change to the same revision.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import sqlite3
-import threading
+from collections.abc import Iterator
 
 from ttt.match import Match
 from ttt.store import Change, add_results, empty_record, players_to_credit
@@ -39,28 +41,39 @@ CREATE TABLE IF NOT EXISTS players (
 
 
 class SqliteStore:
-    """One connection per thread to one database file."""
+    """A small pool of connections to one database file."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, pool_size: int = 8) -> None:
         self.path = path
         if path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
-        self._conn().executescript(SCHEMA)
+        # A small pool, not one connection per thread: the threaded and gevent servers
+        # run each request in a new thread or greenlet, which would leak a connection each.
+        self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._pool_size = pool_size
+        with self._conn() as conn:
+            conn.executescript(SCHEMA)
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
+                               check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
         return conn
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = self._pool.get_nowait()
+        except queue.Empty:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            if self._pool.qsize() < self._pool_size:
+                self._pool.put(conn)
+            else:
+                conn.close()
 
     @staticmethod
     def _row(match: Match) -> tuple:
@@ -68,16 +81,22 @@ class SqliteStore:
                 match.seats["O"], json.dumps(match.to_json(), separators=(",", ":")))
 
     def create(self, match: Match) -> None:
-        self._conn().execute(
-            "INSERT INTO games (rev, updated, live, seat_x, seat_o, body, id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (*self._row(match), match.id))
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO games (rev, updated, live, seat_x, seat_o, body, id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (*self._row(match), match.id))
 
     def get(self, game_id: str) -> Match | None:
-        row = self._conn().execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
+        with self._conn() as conn:
+            row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
         return Match.from_json(json.loads(row[0])) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        conn = self._conn()
+        with self._conn() as conn:
+            return self._update(conn, game_id, change)
+
+    def _update(self, conn: sqlite3.Connection, game_id: str,
+                change: Change) -> tuple[Match, Match] | None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
@@ -111,23 +130,26 @@ class SqliteStore:
         return json.loads(row[0]) if row and row[0] else empty_record()
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
-        return self._read_record(self._conn(), player_id)
+        with self._conn() as conn:
+            return self._read_record(conn, player_id)
 
     def current(self, player_id: str) -> str | None:
-        row = self._conn().execute("SELECT current FROM players WHERE id = ?",
-                                   (player_id,)).fetchone()
+        with self._conn() as conn:
+            row = conn.execute("SELECT current FROM players WHERE id = ?",
+                               (player_id,)).fetchone()
         return row[0] if row else None
 
     def set_current(self, player_id: str, game_id: str) -> None:
-        self._conn().execute(
-            "INSERT INTO players (id, current) VALUES (?, ?) "
-            "ON CONFLICT (id) DO UPDATE SET current = excluded.current", (player_id, game_id))
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO players (id, current) VALUES (?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET current = excluded.current", (player_id, game_id))
 
     def purge(self, finished_before: float, idle_before: float) -> int:
-        cursor = self._conn().execute(
-            "DELETE FROM games WHERE updated < ? OR (live = 0 AND updated < ?)",
-            (idle_before, finished_before))
-        return cursor.rowcount
+        with self._conn() as conn:
+            return conn.execute(
+                "DELETE FROM games WHERE updated < ? OR (live = 0 AND updated < ?)",
+                (idle_before, finished_before)).rowcount
 
     def count_live(self, player_id: str | None = None) -> int:
         if player_id is None:
@@ -137,18 +159,20 @@ class SqliteStore:
                    "(SELECT COUNT(*) FROM games WHERE live = 1 AND seat_o = ? "
                    "AND seat_x IS NOT ?)")
             args = (player_id, player_id, player_id)
-        return self._conn().execute(sql, args).fetchone()[0]
+        with self._conn() as conn:
+            return conn.execute(sql, args).fetchone()[0]
 
     def ping(self) -> bool:
         try:
-            self._conn().execute("SELECT 1").fetchone()
+            with self._conn() as conn:
+                conn.execute("SELECT 1").fetchone()
             return True
         except sqlite3.Error:
             return False
 
     def close(self) -> None:
-        with self._all_lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-        self._local = threading.local()
+        while True:
+            try:
+                self._pool.get_nowait().close()
+            except queue.Empty:
+                return
