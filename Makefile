@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test lint bench load system clean
+.PHONY: run test lint bench bench-deploy load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -38,6 +38,14 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m ttt bench
+
+# 200 python-socketio players for 30 s against a fresh server; exit 1 on any lost move.
+load: $(STAMP)
+	$(PY) -m ttt.load
+
+# gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
+bench-deploy: $(STAMP) system
+	$(PY) scripts/bench_deploy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts
