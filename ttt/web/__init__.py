@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -49,6 +50,46 @@ def _secret_key(instance: Path) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(key)
     return key
+
+
+class _NoClientTracebacks(logging.Filter):
+    """A malformed packet from a client is the client's fault: one line, never a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).endswith("handler error"):
+            error = record.exc_info[1]
+            record.msg = "refused a malformed packet: %s: %.200s"
+            record.args = (type(error).__name__, error)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _quiet_client_errors() -> None:
+    for name in ("engineio.server", "socketio.server"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoClientTracebacks) for f in logger.filters):
+            logger.addFilter(_NoClientTracebacks())
+
+
+def _refuse_unnamed_events(socketio: SocketIO) -> None:
+    """Drop events whose name is not a string before python-socketio looks them up.
+
+    A packet like `42[["move"],{}]` makes python-socketio hash a list as the event name
+    and die with a traceback in its handler thread; such a packet is refused quietly.
+    """
+    server = socketio.server
+    dispatch = getattr(server, "_handle_event_internal", None)
+    if dispatch is None:  # a future python-socketio: nothing to guard
+        return
+
+    def guarded(srv, sid, eio_sid, data, namespace, id):
+        if not data or not isinstance(data[0], str):
+            logging.getLogger("ttt.events").warning("refused an event with no name from %s", sid)
+            return None
+        return dispatch(srv, sid, eio_sid, data, namespace, id)
+
+    server._handle_event_internal = guarded
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -102,6 +143,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         # cors_allowed_origins left at its default: same origin only.
     )
     events.register(socketio)
+    _quiet_client_errors()
+    _refuse_unnamed_events(socketio)
     app.extensions["ttt_socketio"] = socketio
     if not app.testing:
         _start_housekeeping(app, socketio)
@@ -110,7 +153,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
     """Background loops: renew seat leases, and purge finished and abandoned games."""
-    import logging
     import time
 
     log = logging.getLogger("ttt.housekeeping")

@@ -182,8 +182,13 @@ def register(socketio: SocketIO) -> None:
 
         return wrap
 
+    # python-socketio does not reserve the names "connect" and "disconnect": a client can
+    # emit events so named and reach these handlers. Each checks that the call is the real
+    # one, so nobody can fake going offline (to be claimed against) or refill a rate limit.
     @socketio.on("connect")
-    def on_connect(auth: Any = None) -> bool:
+    def on_connect(auth: Any = None, *_: Any) -> bool | None:
+        if get_presence().connection(request.sid) is not None:
+            return None  # an event named "connect" from a connected client: ignore it
         player = session.get("pid")
         if not isinstance(player, str) or not PLAYER_ID.match(player):
             return False  # no session cookie: open the page first
@@ -193,6 +198,8 @@ def register(socketio: SocketIO) -> None:
 
     @socketio.on("disconnect")
     def on_disconnect(*_: Any) -> None:
+        if socketio.server.manager.is_connected(request.sid, "/"):
+            return  # an event named "disconnect" from a live connection: ignore it
         try:
             for game_id in get_presence().disconnect(request.sid):
                 match = get_store().get(game_id)
@@ -281,6 +288,7 @@ def register(socketio: SocketIO) -> None:
         old = _load(game_id)
         if old.rematch_id is None:
             _, fresh = rematch(old, player, time.time(), _rng)
+            _cap_live_games(player)
             get_store().create(fresh)
 
             def link(match: Match) -> Match:
