@@ -39,9 +39,10 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ttt.rules import Board
+
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("easy", "medium", "hard", "perfect")
-LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 CALL_TIMEOUT = 10.0     # one event's answer; longer counts as a failed call
 CONNECT_TIMEOUT = 30.0  # for all clients to connect before the clock starts
 GRACE = 30.0            # after the time is up: finishing calls, auditing, closing
@@ -127,14 +128,9 @@ class OwnServer:
 # --- one player --------------------------------------------------------------------------------
 
 def outcome(moves: list[int]) -> tuple[str | None, bool]:
-    """(winner, over) after these moves."""
-    cells = ["."] * 9
-    for i, cell in enumerate(moves):
-        cells[cell] = "XO"[i % 2]
-    for a, b, c in LINES:
-        if cells[a] != "." and cells[a] == cells[b] == cells[c]:
-            return cells[a], True
-    return None, "." not in cells
+    """(winner, over) after these moves (ValueError for an impossible sequence)."""
+    result = Board.from_moves(moves).outcome()
+    return (result.winner, True) if result else (None, False)
 
 
 @dataclass

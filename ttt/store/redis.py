@@ -35,7 +35,7 @@ def _live_of(player_id: str) -> str:
     return f"{PREFIX}live:{player_id}"
 
 
-def _unavailable(method):
+def unavailable_on_redis_errors(method):
     """Turn a lost Redis connection into StoreUnavailable; redis-py reconnects by itself."""
 
     @functools.wraps(method)
@@ -79,18 +79,18 @@ class RedisStore:
             for who, level, outcome in results(before, match):
                 pipe.hincrby(_player(who), f"{level}:{outcome}", 1)
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def create(self, match: Match) -> None:
         pipe = self.redis.pipeline(transaction=True)
         self._write(pipe, match, None)
         pipe.execute()
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
         body = self.redis.get(_game(game_id))
         return Match.from_json(json.loads(body)) if body else None
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         key = _game(game_id)
         for _ in range(MAX_RETRIES):
@@ -112,7 +112,7 @@ class RedisStore:
                     continue  # another process changed it: try again on the new value
         raise StoreUnavailable("too much contention on one game")
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         record = empty_record()
         for field, count in self.redis.hgetall(_player(player_id)).items():
@@ -121,18 +121,18 @@ class RedisStore:
                 record[level][outcome] = int(count)
         return record
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def current(self, player_id: str) -> str | None:
         return self.redis.hget(_player(player_id), "current")
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def set_current(self, player_id: str, game_id: str) -> None:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(_player(player_id), "current", game_id)
         pipe.expire(_player(player_id), 400 * 24 * 3600)
         pipe.execute()
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def purge(self, finished_before: float, idle_before: float) -> int:
         """Redis expires games by itself; here only finished games of an old enough age go."""
         gone = 0
@@ -154,7 +154,7 @@ class RedisStore:
             if cursor == 0:
                 return gone
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def count_live(self, player_id: str | None = None) -> int:
         return self.redis.zcard(LIVE if player_id is None else _live_of(player_id))
 

@@ -10,7 +10,6 @@ fall offline by themselves and the highest score is always the last sighting.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 import redis
 
 from ttt.match import Match
-from ttt.store import StoreUnavailable
+from ttt.store.redis import unavailable_on_redis_errors
 
 LEASE_SECONDS = 30.0
 
@@ -68,19 +67,6 @@ class MemorySeats:
         """Nothing to renew: a process's memory dies with its connections."""
 
 
-def _unavailable(method):
-    """A lost Redis connection is StoreUnavailable here too: events answer `unavailable`."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except (redis.ConnectionError, redis.TimeoutError) as error:
-            raise StoreUnavailable(str(error)) from error
-
-    return wrapper
-
-
 class RedisSeats:
     """Seat leases in Redis, shared by every process."""
 
@@ -93,7 +79,7 @@ class RedisSeats:
     def _key(game: str, mark: str) -> str:
         return f"ttt:seen:{game}:{mark}"
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def _set(self, entries: list[tuple[str, str, str]], score: float) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for game, mark, sid in entries:
@@ -107,7 +93,7 @@ class RedisSeats:
     def remove(self, game: str, mark: str, sid: str) -> None:
         self._set([(game, mark, sid)], self._clock())
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def online(self, game: str) -> dict[str, bool]:
         now = self._clock()
         pipe = self._redis.pipeline(transaction=False)
@@ -116,7 +102,7 @@ class RedisSeats:
         x, o = pipe.execute()
         return {"X": x > 0, "O": o > 0}
 
-    @_unavailable
+    @unavailable_on_redis_errors
     def last_seen(self, game: str, mark: str) -> float | None:
         top = self._redis.zrevrange(self._key(game, mark), 0, 0, withscores=True)
         return min(top[0][1], self._clock()) if top else None
