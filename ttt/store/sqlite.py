@@ -13,10 +13,11 @@ import json
 import os
 import queue
 import sqlite3
+import threading
 from collections.abc import Iterator
 
 from ttt.match import Match
-from ttt.store import Change, add_results, empty_record, players_to_credit
+from ttt.store import Change, StoreUnavailable, add_results, empty_record, players_to_credit
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -51,6 +52,7 @@ class SqliteStore:
         # run each request in a new thread or greenlet, which would leak a connection each.
         self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._pool_size = pool_size
+        self._write_lock = threading.Lock()
         with self._conn() as conn:
             conn.executescript(SCHEMA)
 
@@ -92,8 +94,14 @@ class SqliteStore:
         return Match.from_json(json.loads(row[0])) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        with self._conn() as conn:
-            return self._update(conn, game_id, change)
+        # Writers of this process queue on a lock first: SQLite's busy handler sleeps and
+        # retries with no order, which under many threads starves some past the timeout.
+        # BEGIN IMMEDIATE still orders writers across processes.
+        with self._write_lock, self._conn() as conn:
+            try:
+                return self._update(conn, game_id, change)
+            except sqlite3.OperationalError as error:  # locked by another process too long
+                raise StoreUnavailable(str(error)) from error
 
     def _update(self, conn: sqlite3.Connection, game_id: str,
                 change: Change) -> tuple[Match, Match] | None:
