@@ -265,7 +265,12 @@ class Client:
             self.problem("inconsistent", f"{game.id}: moves {moves} rewrite {game.moves}")
         if len(set(moves)) != len(moves):
             self.problem("duplicated", f"{game.id}: a cell twice in {moves}")
-        winner, over = outcome(moves)
+            return
+        try:
+            winner, over = outcome(moves)
+        except ValueError as error:  # not a game the rules allow
+            self.problem("inconsistent", f"{game.id}: impossible moves {moves}: {error}")
+            return
         if (snap.get("status") != "playing") != over or snap.get("winner") != winner:
             self.problem("inconsistent", f"{game.id}: status {snap.get('status')} / winner "
                                          f"{snap.get('winner')} for {moves}")
