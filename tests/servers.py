@@ -32,7 +32,7 @@ def need_binary(name: str) -> str:
         return path
     if in_ci():
         pytest.fail(f"{name} is required in CI (make test installs it)")
-    pytest.skip(f"{name} is not installed (make test installs it when run as root)")
+    pytest.skip(f"{name} is not installed (make test installs it as root); CI fails instead")
 
 
 def free_port() -> int:

@@ -36,13 +36,13 @@ def chromium():
     if not os.path.exists(CHROMIUM):
         if in_ci():
             pytest.fail(f"{CHROMIUM} is required in CI for the browser tests")
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); CI fails instead")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         if in_ci():
             raise
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+        pytest.skip("playwright is not installed (pip install -e '.[dev]'); CI fails instead")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         yield Chromium(browser, playwright.devices)
