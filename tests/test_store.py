@@ -177,3 +177,11 @@ def test_redis_outage_raises_store_unavailable_and_ping_says_no():
     with pytest.raises(StoreUnavailable):
         store.get("a" * 22)
     store.close()
+
+
+def test_delete_removes_a_game_and_its_live_count(store):
+    match = create("friend", "alice", NOW, you="X")
+    store.create(match)
+    store.delete(match.id)
+    assert store.get(match.id) is None and store.count_live("alice") == 0
+    store.delete(match.id)  # deleting twice is harmless

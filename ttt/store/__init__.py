@@ -38,6 +38,9 @@ class Store(Protocol):
         called more than once when another writer got in first.
         """
 
+    def delete(self, game_id: str) -> None:
+        """Remove a game (one that was never shown to anybody)."""
+
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         """The player's wins, draws and losses against the AI, per level."""
 

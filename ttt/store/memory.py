@@ -40,6 +40,10 @@ class MemoryStore:
                     add_results(record, before, after, who)
             return before, after
 
+    def delete(self, game_id: str) -> None:
+        with self._lock:
+            self._games.pop(game_id, None)
+
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         with self._lock:
             found = self._records.get(player_id)

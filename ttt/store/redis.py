@@ -113,6 +113,18 @@ class RedisStore:
         raise StoreUnavailable("too much contention on one game")
 
     @unavailable_on_redis_errors
+    def delete(self, game_id: str) -> None:
+        body = self.redis.get(_game(game_id))
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.delete(_game(game_id))
+        pipe.zrem(LIVE, game_id)
+        if body:
+            for seat in json.loads(body)["seats"].values():
+                if seat and seat != "ai":
+                    pipe.zrem(_live_of(seat), game_id)
+        pipe.execute()
+
+    @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         record = empty_record()
         for field, count in self.redis.hgetall(_player(player_id)).items():

@@ -132,6 +132,10 @@ class SqliteStore:
             conn.execute("ROLLBACK")
             raise
 
+    def delete(self, game_id: str) -> None:
+        with self._write_lock, self._conn() as conn:
+            conn.execute("DELETE FROM games WHERE id = ?", (game_id,))
+
     @staticmethod
     def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
         row = conn.execute("SELECT record FROM players WHERE id = ?", (player_id,)).fetchone()

@@ -298,6 +298,8 @@ def register(socketio: SocketIO) -> None:
                 return marked
 
             _, old = _update(game_id, link)
+            if old.rematch_id != fresh.id:  # lost the race: nobody will ever see ours
+                get_store().delete(fresh.id)
         elif old.role(player) == "spectator":
             raise MatchError("spectator", "only the players can start a rematch")
         assert old.rematch_id is not None
