@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from tests.boards import reachable_boards
 from ttt.rules import (
     Board,
     CellOccupied,
@@ -18,19 +19,8 @@ from ttt.rules import (
 
 
 def _reachable_boards() -> set[str]:
-    """Every board reachable from the empty board by legal play, found with Board.play only."""
-    seen = {str(Board())}
-    frontier = [Board()]
-    while frontier:
-        nxt = []
-        for board in frontier:
-            for cell in board.legal_moves():
-                child = board.play(cell)
-                if str(child) not in seen:
-                    seen.add(str(child))
-                    nxt.append(child)
-        frontier = nxt
-    return seen
+    """Every reachable board, drawn as text."""
+    return {str(b) for b in reachable_boards()}
 
 
 def _rotate(text: str) -> str:

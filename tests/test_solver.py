@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from tests.boards import reachable_boards
 from ttt import solver
 from ttt.rules import Board
 
@@ -26,20 +27,9 @@ def _minimax(text: str) -> int:
     return max(-_minimax(str(board.play(cell))) for cell in board.legal_moves())
 
 
-def _all_boards() -> list[Board]:
-    """Every position reachable from the empty board, found with Board.play only."""
-    seen = {Board()}
-    frontier = [Board()]
-    while frontier:
-        nxt = []
-        for board in frontier:
-            for cell in board.legal_moves():
-                child = board.play(cell)
-                if child not in seen:
-                    seen.add(child)
-                    nxt.append(child)
-        frontier = nxt
-    return sorted(seen, key=lambda board: board.key)
+def _all_boards() -> tuple[Board, ...]:
+    """Every reachable position."""
+    return reachable_boards()
 
 
 def test_ai_takes_the_immediate_win():
