@@ -49,7 +49,10 @@ def sio(make_player):
 def live_server(tmp_path_factory):
     """The base URL of a real `python app.py` process on the memory store."""
     log = tmp_path_factory.mktemp("server") / "server.log"
-    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "live-test"}, log=log).start()
+    # Every test client comes from 127.0.0.1: one address must not limit them all.
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "live-test",
+                     "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000"},
+                    log=log).start()
     yield server.url
     server.stop()
 

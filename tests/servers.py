@@ -100,7 +100,7 @@ class Remote:
         self.pushes: list[tuple[str, object]] = []
         self._lock = threading.Lock()
         self.sio = socketio.Client(reconnection=False)
-        for name in ("game", "rematch", "record"):
+        for name in ("game", "rematch", "record", "reaction"):
             self.sio.on(name, self._collector(name))
         if connect:
             self.connect()
@@ -131,6 +131,17 @@ class Remote:
                     return payload
             time.sleep(0.02)
         raise AssertionError(f"no {name} push matched within {timeout}s: {self.pushed(name)[-3:]}")
+
+    def wait_until(self, event: str, payload: dict, predicate, timeout: float = 10.0) -> dict:
+        """Call until the answer matches predicate (a state the server reaches by itself)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.call(event, payload)
+            if predicate(answer):
+                return answer
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{event} never matched within {timeout}s: {answer}")
+            time.sleep(0.1)
 
     def close(self) -> None:
         if self.sio.connected:

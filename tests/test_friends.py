@@ -1,12 +1,36 @@
-"""Friend games through a link: two players and a spectator on a real server."""
+"""Friend games through a link on a real server: seats, views, and endings that are fair."""
 
 import time
 
 import pytest
 
-from tests.servers import Remote
+from tests.servers import Remote, Server, close_all
 
 pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def quick_claims(tmp_path_factory):
+    """A real server whose absent players may be claimed against after 2 s, not 60."""
+    log = tmp_path_factory.mktemp("friends") / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "friends-test",
+                     "TTT_CLAIM_AFTER": "2"}, log=log).start()
+    made: list[Remote] = []
+    yield lambda: made.append(Remote(server.url)) or made[-1]
+    close_all(made)  # in parallel: each close waits for a close frame
+    server.stop()
+    assert "Traceback" not in log.read_text()
+
+
+def check_view(view, role):
+    """The view's role and the events it offers agree with the game it shows."""
+    assert view["you"] == role
+    playing = view["status"] == "playing"
+    if role == "spectator":
+        assert view["can"] == ([] if playing else ["analyze"])
+    else:
+        assert ("move" in view["can"]) == (playing and view["turn"] == role)
+        assert ("resign" in view["can"]) == playing and "react" in view["can"]
 
 
 def test_two_friends_and_a_spectator_play_through_a_link(remotes):
@@ -22,6 +46,7 @@ def test_two_friends_and_a_spectator_play_through_a_link(remotes):
     alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True})
     watching = carol.call("join", {"game": game["id"]})
     assert watching["you"] == "spectator"
+    alice.wait_for("game", lambda g: g["watchers"] == 1)
 
     assert bob.call("move", {"game": game["id"], "cell": 0})["error"]["code"] == "not_your_turn"
     assert carol.call("move", {"game": game["id"], "cell": 0})["error"]["code"] == "spectator"
@@ -29,24 +54,33 @@ def test_two_friends_and_a_spectator_play_through_a_link(remotes):
 
     script = [(alice, 4), (bob, 0), (alice, 2), (bob, 6), (alice, 3), (bob, 5), (alice, 1),
               (bob, 7), (alice, 8)]
+    roles = {id(alice): "X", id(bob): "O", id(carol): "spectator"}
     for ply, (who, cell) in enumerate(script, start=1):
         answer = who.call("move", {"game": game["id"], "cell": cell})
         assert answer["ok"], answer
+        check_view(answer["game"], roles[id(who)])
         for watcher in (alice, bob, carol):
             if watcher is not who:
-                watcher.wait_for("game", lambda g, n=ply: g["version"] == n)
+                view = watcher.wait_for("game", lambda g, n=ply: g["version"] == n)
+                check_view(view, roles[id(watcher)])
     final = answer["game"]
     assert final["status"] == "draw" and final["turn"] is None
+    assert final["score"] == {"X": 0, "O": 0, "draws": 1}
     assert alice.call("analyze", {"game": game["id"]})["ok"]
     assert carol.call("rematch", {"game": game["id"]})["error"]["code"] == "spectator"
 
-    rematch = bob.call("rematch", {"game": game["id"]})
-    fresh = rematch["game"]
-    assert rematch["you"] == "X" and fresh["version"] == 0
-    for other in (alice, carol):
+    offer = bob.call("rematch", {"game": game["id"]})
+    assert offer["ok"] and offer["started"] is False and offer["game"]["offer"] == {"rematch": "O"}
+    seen = alice.wait_for("game", lambda g: g["offer"] == {"rematch": "O"})
+    assert "rematch" in seen["can"] and "decline" in seen["can"]
+    accepted = alice.call("rematch", {"game": game["id"]})
+    fresh = accepted["game"]
+    assert accepted["started"] and accepted["you"] == "O" and fresh["version"] == 0
+    assert fresh["score"] == {"X": 0, "O": 0, "draws": 1}
+    for other, role in ((bob, "X"), (carol, "spectator")):
         pushed = other.wait_for("rematch", lambda r: r["from"] == game["id"])
-        assert pushed["game"]["id"] == fresh["id"]
-    assert alice.call("join", {"game": fresh["id"]})["you"] == "O"
+        assert pushed["game"]["id"] == fresh["id"] and pushed["game"]["you"] == role
+    assert bob.call("join", {"game": fresh["id"]})["you"] == "X"
     assert carol.call("join", {"game": fresh["id"]})["you"] == "spectator"
     assert alice.call("rematch", {"game": game["id"]})["game"]["id"] == fresh["id"]
 
@@ -58,30 +92,80 @@ def test_a_seat_survives_reload_and_presence_is_pushed(remotes, live_server):
     alice.wait_for("game", lambda g: g["online"]["X"])
     bob.sio.disconnect()
     started = time.monotonic()
-    alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}, timeout=2)
+    away = alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}, timeout=2)
     assert time.monotonic() - started < 2
-    assert alice.call("claim", {"game": game["id"]})["error"]["code"] in ("not_your_turn",
-                                                                          "not_allowed")
+    assert 55 < away["claimable_in"] <= 60 and "claim" not in away["can"]
+    assert alice.call("claim", {"game": game["id"]})["error"]["code"] == "not_allowed"
     back = Remote(live_server, cookie=bob.cookie)  # the same player, reloaded
     assert back.call("join", {})["you"] == "X"
-    alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True}, timeout=2)
+    here = alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True}, timeout=2)
+    assert here["claimable_in"] is None
     assert back.call("move", {"game": game["id"], "cell": 4})["ok"]
     back.close()
 
 
-def test_claim_after_the_opponent_is_away_sixty_seconds(app, make_player, monkeypatch):
-    """Presence uses a clock; move it on instead of waiting a minute."""
-    alice, bob = make_player(), make_player()
-    game = alice.emit("new_game", {"mode": "friend", "you": "X"}, callback=True)["game"]
-    bob.emit("join", {"game": game["id"]}, callback=True)
-    bob.disconnect()
-    presence = app.extensions["ttt_presence"]
-    now = time.time()
-    monkeypatch.setattr(presence, "_clock", lambda: now + 59)
-    early = alice.emit("claim", {"game": game["id"]}, callback=True)
-    assert early["error"]["code"] == "not_allowed"
-    monkeypatch.setattr(presence, "_clock", lambda: now + 61)
-    won = alice.emit("claim", {"game": game["id"]}, callback=True)
+def friends(player):
+    ana, ben = player(), player()
+    game = ana.call("new_game", {"mode": "friend", "you": "X"})["game"]
+    assert ben.call("join", {"game": game["id"]})["you"] == "O"
+    ana.wait_for("game", lambda g: g["online"]["O"])
+    return ana, ben, game["id"]
+
+
+def test_dead_end_one_the_friend_leaves_on_their_own_turn_and_is_claimed(quick_claims):
+    ana, ben, gid = friends(quick_claims)
+    assert ana.call("move", {"game": gid, "cell": 4})["ok"]  # Ben's turn now
+    ben.sio.disconnect()
+    away = ana.wait_for("game", lambda g: not g["online"]["O"])
+    assert away["turn"] == "O" and 0 < away["claimable_in"] <= 2
+    ready = ana.wait_until("join", {"game": gid}, lambda a: "claim" in a["game"]["can"])
+    assert ready["game"]["claimable_in"] == 0
+    won = ana.call("claim", {"game": gid})
     assert won["ok"] and won["game"]["winner"] == "X" and won["game"]["reason"] == "claim"
-    assert alice.emit("move", {"game": game["id"], "cell": 0},
-                      callback=True)["error"]["code"] == "game_over"
+
+
+def test_dead_end_two_leaving_mid_game_for_a_new_one_lets_the_friend_claim(quick_claims):
+    ana, ben, gid = friends(quick_claims)
+    assert ben.call("new_game", {"mode": "ai", "you": "X", "level": "easy"})["ok"]
+    ana.wait_for("game", lambda g: not g["online"]["O"])
+    ana.wait_until("join", {"game": gid}, lambda a: "claim" in a["game"]["can"])
+    assert ana.call("claim", {"game": gid})["game"]["reason"] == "claim"
+
+
+def test_dead_end_three_a_rematch_never_pulls_in_a_player_who_did_not_ask(quick_claims):
+    ana, ben, gid = friends(quick_claims)
+    assert ben.call("resign", {"game": gid})["game"]["winner"] == "X"
+    offer = ben.call("rematch", {"game": gid})
+    assert offer["started"] is False
+    ana.wait_for("game", lambda g: g["offer"] == {"rematch": "O"})
+    assert ana.pushed("rematch") == []  # still on the finished game, reading the review
+    assert ana.call("join", {})["game"]["id"] == gid
+    declined = ana.call("decline", {"game": gid})
+    assert declined["game"]["offer"] is None
+    ben.wait_for("game", lambda g: g["offer"] is None and g["version"] == 0)
+    assert ben.pushed("rematch") == [] and ana.pushed("rematch") == []
+
+
+def test_a_timed_game_ends_by_itself_for_both_players_and_a_spectator(quick_claims):
+    ana, ben = quick_claims(), quick_claims()
+    game = ana.call("new_game", {"mode": "friend", "you": "X", "clock": 10})["game"]
+    assert game["clock"] == 10 and game["time_left"] is None  # waiting for a friend
+    joined = ben.call("join", {"game": game["id"]})["game"]
+    assert 9 < joined["time_left"] <= 10
+    cy = quick_claims()
+    cy.call("join", {"game": game["id"]})
+    for who in (ana, ben, cy):  # nobody sends anything: the server ends it
+        ended = who.wait_for("game", lambda g: g["status"] == "won", timeout=20)
+        assert ended["reason"] == "time" and ended["winner"] == "O"
+
+
+def test_reactions_and_names_reach_everyone_in_the_game(quick_claims):
+    ana, ben, gid = friends(quick_claims)
+    cy = quick_claims()
+    cy.call("join", {"game": gid})
+    assert ana.call("set_name", {"name": "<i>Ana</i>"})["name"] == "<i>Ana</i>"
+    cy.wait_for("game", lambda g: g["names"]["X"] == "<i>Ana</i>")
+    assert ben.call("react", {"game": gid, "reaction": "👏"})["ok"]
+    for who in (ana, ben, cy):
+        assert who.wait_for("reaction", lambda r: r["game"] == gid)["from"] == "O"
+    assert ben.call("react", {"game": gid, "reaction": "gg"})["error"]["code"] == "rate_limited"

@@ -9,13 +9,21 @@ from ttt.match import (
     AI,
     Match,
     MatchError,
+    abort,
+    allowed,
     claim,
     create,
+    decline,
+    expired,
     hint,
+    offer_rematch,
     play,
     rematch,
+    rename,
+    resign,
     results,
     take_seat,
+    time_out,
 )
 
 NOW = 1000.0
@@ -86,16 +94,94 @@ def test_friend_seat_goes_to_the_first_other_player_then_spectators():
     assert take_seat(match, "carol", NOW).role("carol") == "spectator"
 
 
-def test_claim_needs_a_friend_game_the_turn_and_sixty_seconds_away():
+def test_claim_needs_a_friend_game_and_the_wait_over_on_either_turn():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
-    assert code_of(claim, match, "alice", 59.0, NOW) == "not_allowed"
-    assert code_of(claim, match, "bob", 120.0, NOW) == "not_your_turn"
-    assert code_of(claim, match, "carol", 120.0, NOW) == "spectator"
-    won = claim(match, "alice", 60.0, NOW)
+    assert code_of(claim, match, "alice", 0.5, NOW) == "not_allowed"
+    assert code_of(claim, match, "alice", None, NOW) == "not_allowed"
+    assert code_of(claim, match, "carol", 0.0, NOW) == "spectator"
+    won = claim(match, "alice", 0.0, NOW)
     assert won.public()["status"] == "won" and won.public()["reason"] == "claim"
     assert won.winner == "X" and won.public()["line"] is None
+    # The player not on move may claim too: the absent one cannot block the end for ever.
+    assert claim(match, "bob", 0.0, NOW).winner == "O"
     ai = create("ai", "alice", NOW, level="easy", rng=rng())
-    assert code_of(claim, ai, "alice", 999.0, NOW) == "not_allowed"
+    assert code_of(claim, ai, "alice", 0.0, NOW) == "not_allowed"
+
+
+def test_resign_loses_at_once_and_is_refused_in_pass_and_play():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    lost = resign(match, "bob", NOW + 1)
+    assert lost.status == "won" and lost.winner == "X" and lost.reason == "resign"
+    assert lost.public()["turn"] is None
+    assert code_of(resign, lost, "alice", NOW) == "game_over"
+    assert code_of(resign, match, "carol", NOW) == "spectator"
+    assert code_of(resign, create("local", "alice", NOW), "alice", NOW) == "not_allowed"
+    ai = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    assert results(ai, resign(ai, "alice", NOW)) == [("alice", "easy", "losses")]
+
+
+def test_abort_only_before_both_sides_have_moved_and_counts_nowhere():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    one = play(match, "alice", 4, NOW)
+    gone = abort(one, "bob", NOW)
+    assert gone.status == "aborted" and gone.winner is None and gone.reason is None
+    assert gone.score() == {"X": 0, "O": 0, "draws": 0}
+    two = play(one, "bob", 0, NOW)
+    assert code_of(abort, two, "alice", NOW) == "not_allowed"
+    assert code_of(offer_rematch, gone, "alice", NOW) == "not_allowed"
+
+
+def test_friend_rematch_is_an_offer_the_other_player_accepts_or_declines():
+    match = resign(take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW), "bob", NOW)
+    assert code_of(rematch, match, "alice", NOW, rng()) == "not_allowed"  # nobody offered
+    offered = offer_rematch(match, "alice", NOW)
+    assert offered.offer == "X" and offer_rematch(offered, "alice", NOW) is offered
+    assert code_of(rematch, offered, "alice", NOW, rng()) == "not_allowed"  # not your own
+    assert decline(offered, "bob", NOW).offer is None
+    assert decline(offered, "alice", NOW).offer is None  # withdrawn
+    assert code_of(decline, match, "bob", NOW) == "not_allowed"
+    old, fresh = rematch(offered, "bob", NOW, rng())
+    assert old.rematch_id == fresh.id and old.offer is None
+    assert fresh.seats == {"X": "bob", "O": "alice"}
+    # Alice won the first game at X; she now sits at O and her win goes with her.
+    assert fresh.score() == {"X": 0, "O": 1, "draws": 0}
+
+
+def test_can_lists_what_each_receiver_may_do():
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    assert allowed(match, "X", None) == ["move", "resign", "abort", "react"]
+    assert allowed(match, "O", None) == ["resign", "abort", "react"]
+    assert allowed(match, "O", 0.0) == ["resign", "abort", "claim", "react"]
+    assert allowed(match, "spectator", None) == []
+    over = offer_rematch(resign(match, "bob", NOW), "bob", NOW)
+    assert allowed(over, "X", None) == ["analyze", "rematch", "decline", "react"]
+    assert allowed(over, "O", None) == ["analyze", "decline", "react"]
+    assert allowed(over, "spectator", None) == ["analyze"]
+    ai = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign"]
+    local = create("local", "alice", NOW)
+    assert allowed(local, "both", None) == ["move", "hint", "analyze"]
+
+
+def test_a_timed_game_runs_only_once_both_seats_are_taken():
+    waiting = create("friend", "alice", NOW, you="X", clock=10)
+    assert waiting.deadline is None
+    match = take_seat(waiting, "bob", NOW + 5)
+    assert match.deadline == NOW + 15 and match.seconds_left(NOW + 12) == 3.0
+    moved = play(match, "alice", 4, NOW + 14)
+    assert moved.deadline == NOW + 24
+    assert not expired(moved, NOW + 23.9) and time_out(moved, NOW + 23.9) is moved
+    late = time_out(moved, NOW + 24)
+    assert late.winner == "X" and late.reason == "time" and late.deadline is None
+    assert code_of(create, "ai", "alice", NOW, level="easy", clock=10) == "bad_request"
+    assert code_of(create, "friend", "alice", NOW, clock=15) == "bad_request"
+
+
+def test_names_follow_the_seats_and_rename_changes_only_the_players_seats():
+    match = take_seat(create("friend", "alice", NOW, you="O", name="Ana"), "bob", NOW, "Ben")
+    assert match.names == {"X": "Ben", "O": "Ana"}
+    assert rename(match, "alice", "Anna", NOW).names == {"X": "Ben", "O": "Anna"}
+    assert rename(match, "carol", "Cy", NOW) is match
 
 
 def test_rematch_swaps_sides_and_the_ai_opens_when_it_becomes_x():
@@ -110,6 +196,7 @@ def test_rematch_swaps_sides_and_the_ai_opens_when_it_becomes_x():
 def test_friend_rematch_waits_for_the_end_of_the_game():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
     assert code_of(rematch, match, "bob", NOW, rng()) == "not_allowed"
+    assert code_of(offer_rematch, match, "bob", NOW) == "not_allowed"
 
 
 def test_results_credit_only_the_change_that_ends_a_game_against_the_ai():
@@ -120,9 +207,11 @@ def test_results_credit_only_the_change_that_ends_a_game_against_the_ai():
     assert results(after, after) == []
 
 
-def test_hints_are_counted_for_the_side_on_move():
+def test_hints_are_counted_for_the_side_on_move_once_per_position():
     match = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
-    assert hint(match, "alice", NOW).hints == {"X": 1, "O": 0}
+    hinted = hint(match, "alice", NOW)
+    assert hinted.hints == {"X": 1, "O": 0}
+    assert hint(hint(hinted, "alice", NOW), "alice", NOW).hints == {"X": 1, "O": 0}
     friend = create("friend", "alice", NOW, you="X")
     assert code_of(hint, friend, "alice", NOW) == "not_allowed"
 

@@ -1,5 +1,6 @@
 """The same contract for every store: create, get, atomic update, records, purge."""
 
+import contextlib
 import os
 import threading
 from dataclasses import replace
@@ -7,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from tests.servers import in_ci
-from ttt.match import MatchError, create, play, take_seat
-from ttt.store import empty_record, open_store
+from ttt.match import MatchError, create, play, rematch, resign, results, take_seat
+from ttt.store import CapReached, Caps, Update, empty_record, open_store
 
 NOW = 1000.0
 
@@ -28,6 +29,16 @@ def store(request, tmp_path):
         s = open_store(url)
     yield s
     s.close()
+
+
+def credited(change):
+    """A change that also credits the records, as the table does."""
+
+    def apply(match):
+        after = change(match)
+        return Update(after, tuple(results(match, after)))
+
+    return apply
 
 
 def win_for_x(store, player="alice"):
@@ -89,8 +100,8 @@ def test_concurrent_moves_on_one_version_land_exactly_once(store):
 def test_a_game_won_against_the_ai_counts_in_the_record_once(store):
     match = win_for_x(store)
     assert store.record("alice") == empty_record()
-    store.update(match.id, lambda m: play(m, "alice", 2, NOW))
-    store.update(match.id, lambda m: m)
+    store.update(match.id, credited(lambda m: play(m, "alice", 2, NOW)))
+    store.update(match.id, credited(lambda m: m))
     record = store.record("alice")
     assert record["easy"] == {"wins": 1, "draws": 0, "losses": 0}
     assert record["perfect"] == {"wins": 0, "draws": 0, "losses": 0}
@@ -125,13 +136,14 @@ def test_sqlite_store_survives_reopening(tmp_path):
     url = f"sqlite:///{tmp_path / 'g.sqlite3'}"
     first = open_store(url)
     match = win_for_x(first)
-    first.update(match.id, lambda m: play(m, "alice", 2, NOW))
+    first.update(match.id, credited(lambda m: play(m, "alice", 2, NOW)))
     first.set_current("alice", match.id)
+    first.set_name("alice", "Ana")
     first.close()
     second = open_store(url)
     assert second.get(match.id).moves == (0, 3, 1, 4, 2)
     assert second.record("alice")["easy"]["wins"] == 1
-    assert second.current("alice") == match.id
+    assert second.current("alice") == match.id and second.name("alice") == "Ana"
     second.close()
 
 
@@ -185,3 +197,115 @@ def test_delete_removes_a_game_and_its_live_count(store):
     store.delete(match.id)
     assert store.get(match.id) is None and store.count_live("alice") == 0
     store.delete(match.id)  # deleting twice is harmless
+
+
+def test_caps_hold_inside_the_creating_transaction(store):
+    caps = Caps(per_player=3, total=5)
+    for _ in range(3):
+        store.create(create("ai", "alice", NOW, level="easy"), caps)
+    with pytest.raises(CapReached) as refused:
+        store.create(create("ai", "alice", NOW, level="easy"), caps)
+    assert refused.value.per_player
+    store.create(create("friend", "bob", NOW), caps)
+    store.create(create("friend", "carol", NOW), caps)
+    with pytest.raises(CapReached) as full:
+        store.create(create("friend", "dave", NOW), caps)
+    assert not full.value.per_player
+    assert store.count_live() == 5
+
+
+def test_parallel_creates_cannot_race_past_the_cap(store):
+    """20 creates at once from a player with 45 live games leave at most 50."""
+    caps = Caps(per_player=50, total=100_000)
+    for _ in range(45):
+        store.create(create("ai", "alice", NOW, level="easy"))
+    start = threading.Barrier(20)
+
+    def one():
+        start.wait()
+        with contextlib.suppress(CapReached):
+            store.create(create("ai", "alice", NOW, level="easy"), caps)
+
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.count_live("alice") == 50
+
+
+def test_an_update_can_create_a_game_in_the_same_transaction(store):
+    match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    store.create(resign(match, "bob", NOW))
+    made = []
+
+    def change(m):
+        marked, fresh = rematch(m, "alice", NOW, __import__("random").Random(1))
+        made.append(fresh)
+        return Update(marked, create=fresh)
+
+    with pytest.raises(MatchError):  # nobody offered: nothing is written, nothing created
+        store.update(match.id, change)
+    assert not made and store.count_live() == 0
+    from ttt.match import offer_rematch
+
+    store.update(match.id, lambda m: offer_rematch(m, "bob", NOW))
+    _, after = store.update(match.id, change)
+    assert after.rematch_id == made[-1].id
+    assert store.get(made[-1].id).seats == {"X": "bob", "O": "alice"}
+    assert store.count_live("alice") == 1
+
+
+def test_names_live_games_and_due_clocks(store):
+    assert store.name("alice") is None
+    store.set_name("alice", "Ana 👩‍💻")
+    assert store.name("alice") == "Ana 👩‍💻"
+    timed = take_seat(create("friend", "alice", NOW, you="X", clock=10), "bob", NOW)
+    store.create(timed)
+    store.create(create("ai", "alice", NOW, level="easy"))
+    done = resign(create("ai", "alice", NOW, level="easy"), "alice", NOW)
+    store.create(done)
+    assert len(store.live_games("alice")) == 2 and timed.id in store.live_games("alice")
+    assert store.live_games("bob") == [timed.id]
+    assert store.due(NOW + 9.9) == [] and store.due(NOW + 10) == [timed.id]
+    store.update(timed.id, lambda m: play(m, "alice", 4, NOW + 5))
+    assert store.due(NOW + 10) == [] and store.due(NOW + 15) == [timed.id]
+    store.update(timed.id, lambda m: resign(m, "bob", NOW + 6))
+    assert store.due(NOW + 100) == []
+
+
+def test_purge_drops_games_nobody_touched_soon(store):
+    untouched = create("friend", "alice", NOW, you="X")
+    joined = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW + 1)
+    store.create(untouched)
+    store.create(joined)
+    store.purge(finished_before=0, idle_before=0, untouched_before=NOW + 10)
+    if store.get(untouched.id) is not None:  # Redis lets the short TTL do it
+        assert 0 < store.redis.ttl(f"ttt:game:{untouched.id}") <= 6 * 3600
+    assert store.get(joined.id) is not None
+
+
+def test_sqlite_opens_a_file_from_the_first_release(tmp_path):
+    import json
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript("""
+        CREATE TABLE games (id TEXT PRIMARY KEY, rev INTEGER NOT NULL, updated REAL NOT NULL,
+            live INTEGER NOT NULL, seat_x TEXT, seat_o TEXT, body TEXT NOT NULL);
+        CREATE TABLE players (id TEXT PRIMARY KEY, current TEXT, record TEXT);
+    """)
+    body = {"id": "g" * 22, "mode": "friend", "level": None, "seats": {"X": "a", "O": "b"},
+            "moves": [4], "claimed_by": "X", "rematch_id": None, "hints": {"X": 0, "O": 0},
+            "start": 0, "created": NOW, "updated": NOW, "rev": 2}
+    old.execute("INSERT INTO games VALUES (?, 2, ?, 0, 'a', 'b', ?)",
+                ("g" * 22, NOW, json.dumps(body)))
+    old.commit()
+    old.close()
+    store = open_store(f"sqlite:///{path}")
+    match = store.get("g" * 22)
+    assert match.winner == "X" and match.reason == "claim"
+    store.set_name("a", "Ana")
+    assert store.name("a") == "Ana"
+    store.close()

@@ -1,8 +1,9 @@
-"""One game as the server sees it: mode, seats, moves, and every change it may undergo.
+"""One game as the server keeps it: mode, seats, moves, offers, clock, and how it ended.
 
 A match changes only through the functions here; each checks everything and
-returns a new match or raises one precise `MatchError`. Pure: no Flask, no
-database, no clock (callers pass the time in).
+returns a new match (its `rev` one higher) or raises one precise `MatchError`.
+A match also renders itself as the wire `Game` for one receiver (`view`).
+Pure: no Flask, no database, no clock (callers pass the time in).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from ttt.rules import Board, Mark
 
 Mode = Literal["ai", "local", "friend"]
 MODES: tuple[str, ...] = ("ai", "local", "friend")
-AI = "ai"                      # the seat value of the computer
-CLAIM_AFTER_SECONDS = 60.0     # how long an opponent must be away before a claim
+CLOCKS: tuple[int, ...] = (10, 30, 60)       # seconds per move a timed friend game may have
+AI = "ai"                                    # the seat value of the computer
+SIDES: tuple[Mark, Mark] = ("X", "O")
+REASONS = ("claim", "resign", "time", "abort")  # endings that are not on the board
 
 
 class MatchError(ValueError):
@@ -42,6 +45,22 @@ def other(mark: str) -> Mark:
 
 
 @dataclass(frozen=True)
+class Finish:
+    """An ending decided off the board: by claim, resignation, time, or an abort."""
+
+    reason: str
+    winner: Mark | None = None
+
+
+def _no_score() -> dict[str, int]:
+    return {"X": 0, "O": 0, "draws": 0}
+
+
+def _nobody() -> dict[str, Any]:
+    return {"X": None, "O": None}
+
+
+@dataclass(frozen=True)
 class Match:
     """A game: who sits where, the moves so far, and how it ended."""
 
@@ -51,10 +70,19 @@ class Match:
     # A seat holds a player id, AI, or None while open. Player ids never leave the server.
     seats: dict[str, str | None]
     moves: tuple[int, ...] = ()
-    claimed_by: Mark | None = None       # set when a game is won by claim
+    finish: Finish | None = None         # an ending off the board
     rematch_id: str | None = None        # the game that continued this one
+    offer: Mark | None = None            # the side that offered a rematch of this finished game
     hints: dict[str, int] = field(default_factory=lambda: {"X": 0, "O": 0})
+    hinted: int | None = None            # the version the last hint was counted at
     start: int = 0                       # moves preset by "try again from here"; not recorded
+    series: dict[str, int] = field(default_factory=_no_score)  # earlier games of the chain
+    names: dict[str, str | None] = field(default_factory=_nobody)
+    seated: dict[str, float | None] = field(default_factory=_nobody)  # when each seat filled
+    clock: int | None = None             # seconds per move in a timed friend game
+    deadline: float | None = None        # when the side on move runs out of time
+    variant: str = "classic"
+    origin: str | None = None            # a hash of the creator's address, for its live-game cap
     created: float = 0.0
     updated: float = 0.0
     rev: int = 0                         # bumps on every change; stores compare-and-set on it
@@ -64,11 +92,11 @@ class Match:
         """The position after the moves."""
         return Board.from_moves(self.moves)
 
-    @property
+    @cached_property
     def status(self) -> str:
-        """'playing', 'won' or 'draw'."""
-        if self.claimed_by:
-            return "won"
+        """'playing', 'won', 'draw' or 'aborted'."""
+        if self.finish:
+            return "aborted" if self.finish.reason == "abort" else "won"
         outcome = self.board.outcome()
         if outcome is None:
             return "playing"
@@ -77,14 +105,21 @@ class Match:
     @property
     def winner(self) -> Mark | None:
         """The winning side, if any."""
-        if self.claimed_by:
-            return self.claimed_by
+        if self.finish:
+            return self.finish.winner
         outcome = self.board.outcome()
         return outcome.winner if outcome else None
 
     @property
+    def reason(self) -> str | None:
+        """How a won game was won: 'line', 'claim', 'resign' or 'time'."""
+        if self.status != "won":
+            return None
+        return self.finish.reason if self.finish else "line"
+
+    @property
     def is_over(self) -> bool:
-        """Whether the game has ended, on the board or by claim."""
+        """Whether the game has ended, on the board or off it."""
         return self.status != "playing"
 
     @property
@@ -92,66 +127,127 @@ class Match:
         """The side to move, or None once over."""
         return None if self.is_over else self.board.turn
 
+    @property
+    def untouched(self) -> bool:
+        """Nobody moved, hinted or joined since the game was made (it may expire soon)."""
+        return self.updated == self.created
+
     def role(self, player_id: str) -> str:
         """'X', 'O', 'both' (pass-and-play) or 'spectator' for this player."""
         if self.mode == "local" and self.seats["X"] == player_id:
             return "both"
-        for mark in ("X", "O"):
+        for mark in SIDES:
             if self.seats[mark] == player_id:
                 return mark
         return "spectator"
 
-    def human_seat(self, player_id: str) -> Mark | None:
-        """The side this player holds against the AI, or None."""
-        role = self.role(player_id)
-        return role if role in ("X", "O") else None  # type: ignore[return-value]
+    def humans(self) -> list[str]:
+        """The player ids seated, each once."""
+        return sorted({s for s in self.seats.values() if s and s != AI})
+
+    def owners(self) -> list[str]:
+        """Who a live game counts against: its players, and its creator's address as '@…'."""
+        return [*self.humans(), *([f"@{self.origin}"] if self.origin else [])]
+
+    def score(self) -> dict[str, int] | None:
+        """Wins per seat and draws over the rematch chain, this game included."""
+        if self.mode == "ai":
+            return None
+        score = dict(self.series)
+        if self.status == "draw":
+            score["draws"] += 1
+        elif self.winner:
+            score[self.winner] += 1
+        return score
+
+    def seconds_left(self, now: float) -> float | None:
+        """What the side on move has left in a timed game that is running."""
+        if self.deadline is None or self.is_over:
+            return None
+        return max(0.0, self.deadline - now)
+
+    # --- the wire ---------------------------------------------------------------------------
 
     def public(self, online: dict[str, bool] | None = None) -> dict[str, Any]:
-        """The Game object of the wire contract (never a player id)."""
+        """The version 1 Game object (never a player id)."""
         outcome = self.board.outcome()
         online = online or {"X": False, "O": False}
         return {
             "id": self.id,
             "mode": self.mode,
+            "variant": self.variant,
             "level": self.level,
             "board": str(self.board),
             "turn": self.turn,
             "status": self.status,
             "winner": self.winner,
-            "reason": "claim" if self.claimed_by else ("line" if outcome and outcome.winner
-                                                       else None),
-            "line": list(outcome.line) if outcome and outcome.line and not self.claimed_by
-            else None,
+            "reason": self.reason,
+            "line": list(outcome.line) if outcome and outcome.line and not self.finish else None,
             "moves": list(self.moves),
-            "seats": {m: _seat_kind(self.seats[m]) for m in ("X", "O")},
-            "online": {m: True if self.seats[m] == AI else bool(online.get(m)) for m in ("X", "O")},
+            "seats": {m: _seat_kind(self.seats[m]) for m in SIDES},
+            "online": {m: True if self.seats[m] == AI else bool(online.get(m)) for m in SIDES},
             "version": len(self.moves),
             "hints": dict(self.hints),
             "rematch": self.rematch_id,
             "start": self.start,
         }
 
+    def view(self, role: str, *, online: dict[str, bool], claimable_in: float | None,
+             watchers: int, now: float) -> dict[str, Any]:
+        """The Game as one receiver sees it: its role, what it may send, its countdowns."""
+        game = self.public(online)
+        left = self.seconds_left(now)
+        game.update(
+            you=role,
+            can=allowed(self, role, claimable_in),
+            claimable_in=None if claimable_in is None else round(claimable_in, 1),
+            offer={"rematch": self.offer} if self.offer else None,
+            score=self.score(),
+            names=dict(self.names),
+            watchers=watchers,
+            clock=self.clock,
+            time_left=None if left is None else round(left, 1),
+        )
+        return game
+
+    # --- storage ----------------------------------------------------------------------------
+
     def to_json(self) -> dict[str, Any]:
         """Everything, for storage."""
         return {
             "id": self.id, "mode": self.mode, "level": self.level, "seats": dict(self.seats),
-            "moves": list(self.moves), "claimed_by": self.claimed_by,
-            "rematch_id": self.rematch_id, "hints": dict(self.hints), "start": self.start,
+            "moves": list(self.moves),
+            "finish": [self.finish.reason, self.finish.winner] if self.finish else None,
+            "rematch_id": self.rematch_id, "offer": self.offer, "hints": dict(self.hints),
+            "hinted": self.hinted, "start": self.start, "series": dict(self.series),
+            "names": dict(self.names), "seated": dict(self.seated), "clock": self.clock,
+            "deadline": self.deadline, "variant": self.variant, "origin": self.origin,
             "created": self.created, "updated": self.updated, "rev": self.rev,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Match:
-        """The match stored by to_json."""
+        """The match stored by to_json (also reads the version 1 form)."""
+        finish = data.get("finish")
+        if finish:
+            finish = Finish(finish[0], finish[1])
+        elif data.get("claimed_by"):
+            finish = Finish("claim", data["claimed_by"])
         return cls(
             id=data["id"], mode=data["mode"], level=data["level"], seats=dict(data["seats"]),
-            moves=tuple(data["moves"]), claimed_by=data["claimed_by"],
-            rematch_id=data["rematch_id"], hints=dict(data.get("hints") or {"X": 0, "O": 0}),
-            start=data.get("start", 0),
+            moves=tuple(data["moves"]), finish=finish, rematch_id=data.get("rematch_id"),
+            offer=data.get("offer"), hints=dict(data.get("hints") or {"X": 0, "O": 0}),
+            hinted=data.get("hinted"), start=data.get("start", 0),
+            series=dict(data.get("series") or _no_score()),
+            names=dict(data.get("names") or _nobody()),
+            seated=dict(data.get("seated") or {m: data["created"] for m in SIDES}),
+            clock=data.get("clock"), deadline=data.get("deadline"),
+            variant=data.get("variant", "classic"), origin=data.get("origin"),
             created=data["created"], updated=data["updated"], rev=data["rev"],
         )
 
-    def _changed(self, now: float, **changes: Any) -> Match:
+    def changed(self, now: float, **changes: Any) -> Match:
+        """A copy with these fields changed, stamped `now`, one revision on."""
         return replace(self, updated=now, rev=self.rev + 1, **changes)
 
 
@@ -159,9 +255,47 @@ def _seat_kind(seat: str | None) -> str:
     return "ai" if seat == AI else "open" if seat is None else "human"
 
 
+# --- what a receiver may do ------------------------------------------------------------------
+
+def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
+    """The events a receiver in `role` may send now and have accepted (the view's `can`)."""
+    seated = role in ("X", "O", "both")
+    playing = not match.is_over
+    can: list[str] = []
+    if playing and seated and (role == "both" or match.turn == role):
+        can.append("move")
+        if match.mode != "friend":
+            can.append("hint")
+    if match.mode != "friend" or not playing:
+        can.append("analyze")
+    if playing and role in ("X", "O") and match.mode in ("friend", "ai"):
+        can.append("resign")
+    if playing and role in ("X", "O") and match.mode == "friend" and _abortable(match):
+        can.append("abort")
+    if claimable_in == 0 and playing and role in ("X", "O") and match.mode == "friend":
+        can.append("claim")
+    # Against a friend a rematch is an offer: the offerer waits, the opponent may accept.
+    if seated and not playing and match.status != "aborted" and (
+            match.rematch_id or match.mode != "friend" or match.offer != role):
+        can.append("rematch")
+    if match.offer and role in ("X", "O") and not match.rematch_id:
+        can.append("decline")
+    if match.mode == "friend" and role in ("X", "O"):
+        can.append("react")
+    return can
+
+
+def _abortable(match: Match) -> bool:
+    """Whether X and O have not both moved yet."""
+    return len(match.moves) - match.start < 2
+
+
+# --- the changes -----------------------------------------------------------------------------
+
 def create(mode: str, creator: str, now: float, you: str = "X", level: str | None = None,
            rng: random.Random | None = None, game_id: str | None = None,
-           moves: tuple[int, ...] = ()) -> Match:
+           moves: tuple[int, ...] = (), clock: int | None = None,
+           name: str | None = None, origin: str | None = None) -> Match:
     """A new game; against the AI as O, the AI's opening move is already played.
 
     `moves` starts the game from that position instead of the empty board (to try
@@ -169,35 +303,48 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
     """
     if mode not in MODES:
         raise MatchError("bad_request", f"unknown mode {mode!r}")
-    if you not in ("X", "O"):
+    if you not in SIDES:
         raise MatchError("bad_request", "you must be 'X' or 'O'")
+    if clock is not None and (mode != "friend" or clock not in CLOCKS):
+        raise MatchError("bad_request", "clock must be 10, 30 or 60, in a game against a friend")
+    names: dict[str, str | None] = _nobody()
     if mode == "ai":
         if level not in AI_LEVELS:
             raise MatchError("bad_request", f"level must be one of {', '.join(AI_LEVELS)}")
-        seats = {you: creator, other(you): AI}
+        seats: dict[str, str | None] = {you: creator, other(you): AI}
+        names[you] = name
     elif mode == "local":
         level, seats = None, {"X": creator, "O": creator}
     else:
         level, seats = None, {you: creator, other(you): None}
+        names[you] = name
     try:
         start = Board.from_moves(moves)
     except ValueError as error:
         raise MatchError("bad_request", f"moves: {error}") from None
     if start.is_over:
         raise MatchError("bad_request", "moves: the game would already be over")
+    seated = {m: (now if seats[m] else None) for m in SIDES}
     match = Match(id=game_id or new_id(), mode=mode, level=level, seats=seats,  # type: ignore[arg-type]
-                  moves=tuple(moves), start=len(moves), created=now, updated=now)
-    return ai_reply(match, rng or random.Random(), now)
+                  moves=tuple(moves), start=len(moves), names=names, seated=seated,
+                  clock=clock, origin=origin, created=now, updated=now)
+    return ai_reply(match, rng or random.Random(), now, stamp=False)
 
 
-def play(match: Match, player_id: str, cell: Any, now: float,
-         version: int | None = None) -> Match:
-    """The match after this player marks `cell`; MatchError says why not."""
+def _checked(match: Match, player_id: str) -> str:
+    """The role of a seated player in a game still on; refuses spectators and ended games."""
     role = match.role(player_id)
     if role == "spectator":
         raise MatchError("spectator", "you are watching this game, not playing it")
     if match.is_over:
         raise MatchError("game_over", "the game is over")
+    return role
+
+
+def play(match: Match, player_id: str, cell: Any, now: float,
+         version: int | None = None) -> Match:
+    """The match after this player marks `cell`; MatchError says why not."""
+    role = _checked(match, player_id)
     if version is not None and version != len(match.moves):
         raise MatchError("stale", f"the game is at version {len(match.moves)}, not {version}")
     if role != "both" and match.turn != role:
@@ -206,73 +353,157 @@ def play(match: Match, player_id: str, cell: Any, now: float,
         raise MatchError("bad_request", "cell must be a whole number from 0 to 8")
     if match.board.cell(cell) != ".":
         raise MatchError("occupied", "that square is taken")
-    return match._changed(now, moves=(*match.moves, cell))
+    moved = match.changed(now, moves=(*match.moves, cell))
+    return _restart_clock(moved, now)
 
 
-def ai_reply(match: Match, rng: random.Random, now: float) -> Match:
+def _restart_clock(match: Match, now: float) -> Match:
+    """The side on move gets a full clock; no clock once over or while a seat is open."""
+    running = (match.clock is not None and not match.is_over
+               and all(match.seats[m] for m in SIDES))
+    return replace(match, deadline=now + match.clock if running else None)  # type: ignore[operator]
+
+
+def expired(match: Match, now: float) -> bool:
+    """Whether the side on move has run out of time."""
+    return match.deadline is not None and not match.is_over and now >= match.deadline
+
+
+def time_out(match: Match, now: float) -> Match:
+    """The timed game lost on time by the side on move (unchanged if its time is not up)."""
+    if not expired(match, now):
+        return match
+    assert match.turn is not None
+    return match.changed(now, finish=Finish("time", other(match.turn)), deadline=None)
+
+
+def ai_reply(match: Match, rng: random.Random, now: float, stamp: bool = True) -> Match:
     """The match after the AI's move if it is the AI's turn, else the match unchanged."""
     turn = match.turn
     if match.mode != "ai" or turn is None or match.seats[turn] != AI:
         return match
     assert match.level is not None
     cell = player(match.level).choose(match.board, rng)
-    return match._changed(now, moves=(*match.moves, cell))
+    if not stamp:  # the opening move of a new game: it is still untouched
+        return replace(match, moves=(*match.moves, cell))
+    return match.changed(now, moves=(*match.moves, cell))
 
 
-def take_seat(match: Match, player_id: str, now: float) -> Match:
+def take_seat(match: Match, player_id: str, now: float, name: str | None = None) -> Match:
     """The match with this player in the open seat of a friend game (unchanged if none)."""
-    if match.mode != "friend" or match.role(player_id) != "spectator":
+    if match.mode != "friend" or match.role(player_id) != "spectator" or match.is_over:
         return match
-    for mark in ("X", "O"):
+    for mark in SIDES:
         if match.seats[mark] is None:
-            return match._changed(now, seats={**match.seats, mark: player_id})
+            seated = match.changed(now, seats={**match.seats, mark: player_id},
+                                   names={**match.names, mark: name},
+                                   seated={**match.seated, mark: now})
+            return _restart_clock(seated, now)
     return match
 
 
-def claim(match: Match, player_id: str, opponent_away: float, now: float) -> Match:
-    """The friend game won by the player on move, whose opponent has been away long enough."""
-    role = match.role(player_id)
-    if role == "spectator":
-        raise MatchError("spectator", "you are watching this game, not playing it")
-    if match.is_over:
-        raise MatchError("game_over", "the game is over")
+def rename(match: Match, player_id: str, name: str, now: float) -> Match:
+    """The match showing this player's new name on their seats (unchanged if none)."""
+    names = {m: (name if match.seats[m] == player_id else match.names.get(m)) for m in SIDES}
+    if match.mode == "local" or names == match.names:
+        return match
+    return match.changed(now, names=names)
+
+
+def claim(match: Match, player_id: str, claimable_in: float | None, now: float) -> Match:
+    """The friend game won by a seated player whose opponent has been away long enough."""
+    role = _checked(match, player_id)
     if match.mode != "friend":
         raise MatchError("not_allowed", "only a game against a friend can be claimed")
-    if match.turn != role:
-        raise MatchError("not_your_turn", "only the player on move can claim")
-    if match.seats[other(role)] is None or opponent_away < CLAIM_AFTER_SECONDS:
-        raise MatchError("not_allowed", "your friend has not been away for 60 seconds")
-    return match._changed(now, claimed_by=role)
+    if claimable_in is None or claimable_in > 0:
+        raise MatchError("not_allowed", "your friend has not been away long enough")
+    return match.changed(now, finish=Finish("claim", role), deadline=None)  # type: ignore[arg-type]
+
+
+def resign(match: Match, player_id: str, now: float) -> Match:
+    """The game lost at once by the seated player who gives it up."""
+    role = _checked(match, player_id)
+    if match.mode not in ("friend", "ai") or role not in SIDES:
+        raise MatchError("not_allowed", "only a game against a friend or the AI can be resigned")
+    return match.changed(now, finish=Finish("resign", other(role)), deadline=None)
+
+
+def abort(match: Match, player_id: str, now: float) -> Match:
+    """The friend game called off before X and O have both moved; it counts nowhere."""
+    role = _checked(match, player_id)
+    if match.mode != "friend" or role not in SIDES:
+        raise MatchError("not_allowed", "only a game against a friend can be aborted")
+    if not _abortable(match):
+        raise MatchError("not_allowed", "both sides have moved: resign instead")
+    return match.changed(now, finish=Finish("abort"), deadline=None)
+
+
+def _over_and_seated(match: Match, player_id: str) -> str:
+    role = match.role(player_id)
+    if role == "spectator":
+        raise MatchError("spectator", "only the players can start a rematch")
+    # Version 1 clients start a rematch of an AI or pass-and-play game at any time.
+    if not match.is_over and match.mode == "friend":
+        raise MatchError("not_allowed", "finish this game before a rematch")
+    if match.status == "aborted":
+        raise MatchError("not_allowed", "the game was called off: start a new one")
+    return role
+
+
+def offer_rematch(match: Match, player_id: str, now: float) -> Match:
+    """The finished friend game with this player's rematch offer on it."""
+    role = _over_and_seated(match, player_id)
+    if match.offer == role:
+        return match
+    return match.changed(now, offer=role)
+
+
+def decline(match: Match, player_id: str, now: float) -> Match:
+    """The rematch offer withdrawn by its maker or declined by the opponent."""
+    role = match.role(player_id)
+    if role == "spectator":
+        raise MatchError("spectator", "only the players can answer an offer")
+    if match.offer is None or match.rematch_id:
+        raise MatchError("not_allowed", "there is no rematch offer to decline")
+    return match.changed(now, offer=None)
 
 
 def rematch(match: Match, player_id: str, now: float, rng: random.Random,
             game_id: str | None = None) -> tuple[Match, Match]:
-    """(the old match marked as continued, the new game with sides swapped)."""
-    if match.role(player_id) == "spectator":
-        raise MatchError("spectator", "only the players can start a rematch")
-    if match.mode == "friend" and not match.is_over:
-        raise MatchError("not_allowed", "finish this game before a rematch")
+    """(the old match marked as continued, the new game with sides swapped).
+
+    In a friend game only the player who did not make the offer can start it.
+    """
+    role = _over_and_seated(match, player_id)
+    if match.mode == "friend" and match.offer != other(role):
+        raise MatchError("not_allowed", "a rematch needs your friend's offer first")
+    total = match.score() or _no_score()
+    if match.mode == "friend":  # the people swap sides, and their wins go with them
+        series = {"X": total["O"], "O": total["X"], "draws": total["draws"]}
+    else:
+        series = total
     seats = {"X": match.seats["O"], "O": match.seats["X"]}
+    names = {"X": match.names.get("O"), "O": match.names.get("X")}
     fresh = Match(id=game_id or new_id(), mode=match.mode, level=match.level, seats=seats,
-                  created=now, updated=now)
-    fresh = ai_reply(fresh, rng, now)
-    return match._changed(now, rematch_id=fresh.id), fresh
+                  series=series, names=names, seated={m: now for m in SIDES},
+                  clock=match.clock, variant=match.variant, created=now, updated=now)
+    fresh = _restart_clock(ai_reply(fresh, rng, now, stamp=False), now)
+    return match.changed(now, rematch_id=fresh.id, offer=None), fresh
 
 
 def hint(match: Match, player_id: str, now: float) -> Match:
-    """The match with one more hint counted against the side on move."""
-    role = match.role(player_id)
-    if role == "spectator":
-        raise MatchError("spectator", "you are watching this game, not playing it")
-    if match.is_over:
-        raise MatchError("game_over", "the game is over")
+    """The match with a hint counted against the side on move, once per position."""
+    role = _checked(match, player_id)
     if match.mode == "friend":
         raise MatchError("not_allowed", "no hints in a game against a friend")
     side = match.turn
     if role != "both" and side != role:
         raise MatchError("not_your_turn", "it is not your turn")
     assert side is not None
-    return match._changed(now, hints={**match.hints, side: match.hints[side] + 1})
+    if match.hinted == len(match.moves):
+        return match
+    return match.changed(now, hints={**match.hints, side: match.hints[side] + 1},
+                         hinted=len(match.moves))
 
 
 def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
@@ -281,7 +512,7 @@ def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
         return []
     assert after.level is not None
     found = []
-    for mark in ("X", "O"):
+    for mark in SIDES:
         seat = after.seats[mark]
         if seat and seat != AI:
             outcome = ("draws" if after.winner is None

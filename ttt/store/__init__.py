@@ -1,21 +1,57 @@
-"""Where matches and player records live: one small interface, several backends.
+"""Where matches and players live: one small interface, several backends.
 
 `open_store(url)` picks the backend: `memory://`, `sqlite:///path`, `redis://host:port/db`.
-Every backend applies a change atomically with a compare-and-set on the match's
-revision, and counts a finished game against the AI into the player's record
-in the same step, so a move and its result are never split by a crash.
+The store knows no game rules. Every change is a compare-and-set on the match's
+revision; the caller's change function says what to write besides the match
+(record counters to add to, a game to create with it), and the store writes all
+of it in one transaction, so a move and its result are never split by a crash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
-from ttt.match import Match, results
+from ttt.match import Match
 from ttt.players import AI_LEVELS
 
-Change = Callable[[Match], Match]
 MAX_RETRIES = 20
+OUTCOMES = ("wins", "draws", "losses")
+
+
+class Update(NamedTuple):
+    """What a change writes: the match, and what goes with it in the same transaction."""
+
+    match: Match
+    credits: tuple[tuple[str, str, str], ...] = ()  # (player id, level, outcome) to add one to
+    create: Match | None = None                     # a new game, made with the change
+
+
+Change = Callable[[Match], "Match | Update"]
+
+
+def as_update(result: Match | Update) -> Update:
+    """A change's result as an Update."""
+    return result if isinstance(result, Update) else Update(result)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Live games allowed per player, per creator's address and in all; checked in the
+    creating transaction."""
+
+    per_player: int
+    total: int
+    per_origin: int = 0  # 0: no cap per address
+
+
+class CapReached(Exception):
+    """A create refused by its caps; `per_player` says which one."""
+
+    def __init__(self, per_player: bool) -> None:
+        super().__init__("per player" if per_player else "total")
+        self.per_player = per_player
 
 
 class StoreUnavailable(RuntimeError):
@@ -23,10 +59,10 @@ class StoreUnavailable(RuntimeError):
 
 
 class Store(Protocol):
-    """What the web layer needs from storage."""
+    """What the table needs from storage."""
 
-    def create(self, match: Match) -> None:
-        """Add a new match."""
+    def create(self, match: Match, caps: Caps | None = None) -> None:
+        """Add a new match; CapReached when its creator or the server has too many live ones."""
 
     def get(self, game_id: str) -> Match | None:
         """The match with that id, or None."""
@@ -34,12 +70,13 @@ class Store(Protocol):
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         """Apply `change` atomically; (before, after), or None when there is no such game.
 
-        `change` may raise MatchError, which leaves the match untouched. It may be
-        called more than once when another writer got in first.
+        `change` may raise, which leaves everything untouched. It may be called more
+        than once when another writer got in first. A result with the same `rev`
+        as before means "nothing to write".
         """
 
     def delete(self, game_id: str) -> None:
-        """Remove a game (one that was never shown to anybody)."""
+        """Remove a game."""
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         """The player's wins, draws and losses against the AI, per level."""
@@ -50,8 +87,22 @@ class Store(Protocol):
     def set_current(self, player_id: str, game_id: str) -> None:
         """Remember the player's current game."""
 
-    def purge(self, finished_before: float, idle_before: float) -> int:
-        """Delete finished games not touched since the first time, and any since the second."""
+    def name(self, player_id: str) -> str | None:
+        """The player's display name."""
+
+    def set_name(self, player_id: str, name: str) -> None:
+        """Keep the player's display name."""
+
+    def live_games(self, player_id: str) -> list[str]:
+        """The ids of the games still on in which this player sits."""
+
+    def due(self, now: float) -> list[str]:
+        """The ids of timed games whose side on move ran out of time by `now`."""
+
+    def purge(self, finished_before: float, idle_before: float,
+              untouched_before: float | None = None) -> int:
+        """Delete finished games not touched since the first time, any since the second,
+        and games nobody moved in or joined since the third; forget long-gone players."""
 
     def count_live(self, player_id: str | None = None) -> int:
         """Games still being played (by this player, if given)."""
@@ -65,27 +116,22 @@ class Store(Protocol):
 
 def empty_record() -> dict[str, dict[str, int]]:
     """A record with no games."""
-    return {level: {"wins": 0, "draws": 0, "losses": 0} for level in AI_LEVELS}
+    return {level: dict.fromkeys(OUTCOMES, 0) for level in AI_LEVELS}
 
 
-def add_results(record: dict[str, dict[str, int]], before: Match, after: Match,
-                player_id: str) -> bool:
-    """Count into `record` the results of this change for that player; whether any."""
+def add_credits(record: dict[str, dict[str, int]], player_id: str,
+                credits: tuple[tuple[str, str, str], ...]) -> bool:
+    """Count into `record` the credits for that player; whether any."""
     changed = False
-    for who, level, outcome in results(before, after):
+    for who, level, outcome in credits:
         if who == player_id:
-            record.setdefault(level, {"wins": 0, "draws": 0, "losses": 0})[outcome] += 1
+            record.setdefault(level, dict.fromkeys(OUTCOMES, 0))[outcome] += 1
             changed = True
     return changed
 
 
-def players_to_credit(before: Match, after: Match) -> list[str]:
-    """The player ids whose records this change touches."""
-    return sorted({who for who, _, _ in results(before, after)})
-
-
 def open_store(url: str, finished_ttl: float = 7 * 24 * 3600,
-               idle_ttl: float = 30 * 24 * 3600) -> Store:
+               idle_ttl: float = 30 * 24 * 3600, untouched_ttl: float = 6 * 3600) -> Store:
     """The store for a URL: memory://, sqlite:///path or redis://host:port/db.
 
     Redis expires games by itself after the TTLs; the others rely on `purge`.
@@ -101,5 +147,6 @@ def open_store(url: str, finished_ttl: float = 7 * 24 * 3600,
     if url.startswith(("redis://", "rediss://", "unix://")):
         from ttt.store.redis import RedisStore
 
-        return RedisStore(url, finished_ttl=finished_ttl, idle_ttl=idle_ttl)
+        return RedisStore(url, finished_ttl=finished_ttl, idle_ttl=idle_ttl,
+                          untouched_ttl=untouched_ttl)
     raise ValueError(f"unknown store {url!r}: use memory://, sqlite:///path or redis://host:port/db")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from ttt.match import Match
-from ttt.store import Change, add_results, empty_record, players_to_credit
+from ttt.store import CapReached, Caps, Change, add_credits, as_update, empty_record
 
 
 class MemoryStore:
@@ -16,11 +16,23 @@ class MemoryStore:
         self._games: dict[str, Match] = {}
         self._records: dict[str, dict[str, dict[str, int]]] = {}
         self._current: dict[str, str] = {}
+        self._names: dict[str, str] = {}
 
-    def create(self, match: Match) -> None:
+    def _count_live(self, owner: str | None = None) -> int:
+        return sum(1 for m in self._games.values() if not m.is_over
+                   and (owner is None or owner in m.owners()))
+
+    def create(self, match: Match, caps: Caps | None = None) -> None:
         with self._lock:
             if match.id in self._games:
                 raise ValueError(f"game {match.id} exists")
+            if caps:
+                for who in match.owners():
+                    cap = caps.per_origin if who.startswith("@") else caps.per_player
+                    if cap and self._count_live(who) >= cap:
+                        raise CapReached(per_player=True)
+                if self._count_live() >= caps.total:
+                    raise CapReached(per_player=False)
             self._games[match.id] = match
 
     def get(self, game_id: str) -> Match | None:
@@ -32,12 +44,15 @@ class MemoryStore:
             before = self._games.get(game_id)
             if before is None:
                 return None
-            after = change(before)
-            if after is not before:
+            update = as_update(change(before))
+            after = update.match
+            if after.rev != before.rev:
                 self._games[game_id] = after
-                for who in players_to_credit(before, after):
-                    record = self._records.setdefault(who, empty_record())
-                    add_results(record, before, after, who)
+                if update.create:
+                    self._games[update.create.id] = update.create
+                for who in {c[0] for c in update.credits}:
+                    add_credits(self._records.setdefault(who, empty_record()), who,
+                                update.credits)
             return before, after
 
     def delete(self, game_id: str) -> None:
@@ -57,18 +72,42 @@ class MemoryStore:
         with self._lock:
             self._current[player_id] = game_id
 
-    def purge(self, finished_before: float, idle_before: float) -> int:
+    def name(self, player_id: str) -> str | None:
+        with self._lock:
+            return self._names.get(player_id)
+
+    def set_name(self, player_id: str, name: str) -> None:
+        with self._lock:
+            self._names[player_id] = name
+
+    def live_games(self, player_id: str) -> list[str]:
+        with self._lock:
+            return sorted(gid for gid, m in self._games.items()
+                          if not m.is_over and player_id in m.seats.values())
+
+    def due(self, now: float) -> list[str]:
+        with self._lock:
+            return sorted(gid for gid, m in self._games.items()
+                          if m.deadline is not None and m.deadline <= now and not m.is_over)
+
+    def purge(self, finished_before: float, idle_before: float,
+              untouched_before: float | None = None) -> int:
         with self._lock:
             gone = [gid for gid, m in self._games.items()
-                    if m.updated < idle_before or (m.is_over and m.updated < finished_before)]
+                    if m.updated < idle_before or (m.is_over and m.updated < finished_before)
+                    or (untouched_before is not None and not m.is_over and m.untouched
+                        and m.created < untouched_before)]
             for gid in gone:
                 del self._games[gid]
+            present = set(self._games)
+            for who in [w for w, g in self._current.items() if g not in present]:
+                if who not in self._records and who not in self._names:
+                    del self._current[who]
             return len(gone)
 
     def count_live(self, player_id: str | None = None) -> int:
         with self._lock:
-            return sum(1 for m in self._games.values() if not m.is_over
-                       and (player_id is None or player_id in m.seats.values()))
+            return self._count_live(player_id)
 
     def ping(self) -> bool:
         return True

@@ -1,10 +1,12 @@
 """Matches in Redis, shared by several server processes.
 
 A game is one JSON string with a time to live: refreshed on every change, long
-while the game is on (`idle_ttl`), shorter once it is over (`finished_ttl`).
-A change is WATCH / GET / MULTI / SET / EXEC: if another process wrote the
-game in between, EXEC fails and the change is tried again on the new value,
-so two processes can never both land a move on one version.
+while the game is on (`idle_ttl`), shorter once it is over (`finished_ttl`),
+short while nobody has touched it (`untouched_ttl`). A change is WATCH / GET /
+MULTI / SET / EXEC: if another process wrote the game in between, EXEC fails
+and the change is tried again on the new value, so two processes can never
+both land a move on one version. A create with caps is one Lua script: the
+counts and the insert cannot be raced apart.
 """
 
 from __future__ import annotations
@@ -15,9 +17,21 @@ import json
 import redis
 
 from ttt.match import Match
-from ttt.store import MAX_RETRIES, Change, StoreUnavailable, empty_record, results
+from ttt.store import (
+    MAX_RETRIES,
+    OUTCOMES,
+    CapReached,
+    Caps,
+    Change,
+    StoreUnavailable,
+    as_update,
+    empty_record,
+)
 
 PREFIX = "ttt:"
+LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
+DEADLINES = f"{PREFIX}deadlines"  # sorted set: timed game id -> when its side on move runs out
+PLAYER_TTL = 400 * 24 * 3600
 
 
 def _game(game_id: str) -> str:
@@ -28,11 +42,34 @@ def _player(player_id: str) -> str:
     return f"{PREFIX}player:{player_id}"
 
 
-LIVE = f"{PREFIX}live"  # sorted set: live game id -> last change
-
-
 def _live_of(player_id: str) -> str:
     return f"{PREFIX}live:{player_id}"
+
+
+# KEYS: game, LIVE, the live index of each owner (player, or '@' address).
+# ARGV: body, ttl, updated, id, total, game key prefix, the cap of each owner (0: none).
+CREATE_CAPPED = """
+local owners = #KEYS - 2
+for i = 1, owners do
+  local cap = tonumber(ARGV[6 + i])
+  local live = 0
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2 + i], 0, -1)) do
+    if redis.call('EXISTS', ARGV[6] .. id) == 1 then live = live + 1
+    else redis.call('ZREM', KEYS[2 + i], id) end  -- expired by its TTL
+  end
+  if cap > 0 and live >= cap then return 1 end
+end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 2 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+for i = 1, owners do
+  redis.call('ZADD', KEYS[2 + i], ARGV[3], ARGV[4])
+  if redis.call('TTL', KEYS[2 + i]) < tonumber(ARGV[2]) then
+    redis.call('EXPIRE', KEYS[2 + i], ARGV[2])
+  end
+end
+return 0
+"""
 
 
 def unavailable_on_redis_errors(method):
@@ -48,42 +85,61 @@ def unavailable_on_redis_errors(method):
     return wrapper
 
 
+def _body(match: Match) -> str:
+    return json.dumps(match.to_json(), separators=(",", ":"))
+
+
 class RedisStore:
     """One connection pool to one Redis database."""
 
     def __init__(self, url: str, finished_ttl: float = 7 * 24 * 3600,
-                 idle_ttl: float = 30 * 24 * 3600) -> None:
+                 idle_ttl: float = 30 * 24 * 3600, untouched_ttl: float = 6 * 3600) -> None:
         self.url = url
         self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
                                           socket_connect_timeout=2, health_check_interval=15)
         self.finished_ttl = int(finished_ttl)
         self.idle_ttl = int(idle_ttl)
+        self.untouched_ttl = int(min(untouched_ttl, idle_ttl))
+        self._create_capped = self.redis.register_script(CREATE_CAPPED)
 
     def _ttl(self, match: Match) -> int:
-        return self.finished_ttl if match.is_over else self.idle_ttl
+        if match.is_over:
+            return self.finished_ttl
+        return self.untouched_ttl if match.untouched else self.idle_ttl
 
-    def _write(self, pipe, match: Match, before: Match | None) -> None:
-        pipe.set(_game(match.id), json.dumps(match.to_json(), separators=(",", ":")),
-                 ex=self._ttl(match))
-        humans = [seat for seat in match.seats.values() if seat and seat != "ai"]
+    def _write(self, pipe, match: Match) -> None:
+        pipe.set(_game(match.id), _body(match), ex=self._ttl(match))
         if match.is_over:
             pipe.zrem(LIVE, match.id)
-            for who in humans:
+            for who in match.owners():
                 pipe.zrem(_live_of(who), match.id)
         else:
             pipe.zadd(LIVE, {match.id: match.updated})
-            for who in humans:
+            for who in match.owners():
                 pipe.zadd(_live_of(who), {match.id: match.updated})
                 pipe.expire(_live_of(who), self.idle_ttl)
-        if before is not None:
-            for who, level, outcome in results(before, match):
-                pipe.hincrby(_player(who), f"{level}:{outcome}", 1)
+        if match.deadline is not None and not match.is_over:
+            pipe.zadd(DEADLINES, {match.id: match.deadline})
+        else:
+            pipe.zrem(DEADLINES, match.id)
 
     @unavailable_on_redis_errors
-    def create(self, match: Match) -> None:
-        pipe = self.redis.pipeline(transaction=True)
-        self._write(pipe, match, None)
-        pipe.execute()
+    def create(self, match: Match, caps: Caps | None = None) -> None:
+        if caps is None or match.is_over:
+            pipe = self.redis.pipeline(transaction=True)
+            self._write(pipe, match)
+            pipe.execute()
+            return
+        owners = match.owners()
+        refused = self._create_capped(
+            keys=[_game(match.id), LIVE, *(_live_of(who) for who in owners)],
+            args=[_body(match), self._ttl(match), match.updated, match.id, caps.total,
+                  _game(""), *(caps.per_origin if w.startswith("@") else caps.per_player
+                               for w in owners)])
+        if refused:
+            raise CapReached(per_player=refused == 1)
+        if match.deadline is not None:
+            self.redis.zadd(DEADLINES, {match.id: match.deadline})
 
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
@@ -101,11 +157,16 @@ class RedisStore:
                     if body is None:
                         return None
                     before = Match.from_json(json.loads(body))
-                    after = change(before)
-                    if after is before:
+                    update = as_update(change(before))
+                    after = update.match
+                    if after.rev == before.rev:
                         return before, after
                     pipe.multi()
-                    self._write(pipe, after, before)
+                    self._write(pipe, after)
+                    if update.create:
+                        self._write(pipe, update.create)
+                    for who, level, outcome in update.credits:
+                        pipe.hincrby(_player(who), f"{level}:{outcome}", 1)
                     pipe.execute()
                     return before, after
                 except redis.WatchError:
@@ -118,10 +179,10 @@ class RedisStore:
         pipe = self.redis.pipeline(transaction=True)
         pipe.delete(_game(game_id))
         pipe.zrem(LIVE, game_id)
+        pipe.zrem(DEADLINES, game_id)
         if body:
-            for seat in json.loads(body)["seats"].values():
-                if seat and seat != "ai":
-                    pipe.zrem(_live_of(seat), game_id)
+            for who in Match.from_json(json.loads(body)).owners():
+                pipe.zrem(_live_of(who), game_id)
         pipe.execute()
 
     @unavailable_on_redis_errors
@@ -129,7 +190,7 @@ class RedisStore:
         record = empty_record()
         for field, count in self.redis.hgetall(_player(player_id)).items():
             level, _, outcome = field.partition(":")
-            if level in record and outcome in record[level]:
+            if level in record and outcome in OUTCOMES:
                 record[level][outcome] = int(count)
         return record
 
@@ -137,23 +198,43 @@ class RedisStore:
     def current(self, player_id: str) -> str | None:
         return self.redis.hget(_player(player_id), "current")
 
-    @unavailable_on_redis_errors
-    def set_current(self, player_id: str, game_id: str) -> None:
+    def _set_field(self, player_id: str, field: str, value: str) -> None:
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(_player(player_id), "current", game_id)
-        pipe.expire(_player(player_id), 400 * 24 * 3600)
+        pipe.hset(_player(player_id), field, value)
+        pipe.expire(_player(player_id), PLAYER_TTL)
         pipe.execute()
 
     @unavailable_on_redis_errors
-    def purge(self, finished_before: float, idle_before: float) -> int:
-        """Redis expires games by itself; here only finished games of an old enough age go."""
+    def set_current(self, player_id: str, game_id: str) -> None:
+        self._set_field(player_id, "current", game_id)
+
+    @unavailable_on_redis_errors
+    def name(self, player_id: str) -> str | None:
+        return self.redis.hget(_player(player_id), "name")
+
+    @unavailable_on_redis_errors
+    def set_name(self, player_id: str, name: str) -> None:
+        self._set_field(player_id, "name", name)
+
+    @unavailable_on_redis_errors
+    def live_games(self, player_id: str) -> list[str]:
+        return sorted(self.redis.zrange(_live_of(player_id), 0, -1))
+
+    @unavailable_on_redis_errors
+    def due(self, now: float) -> list[str]:
+        return self.redis.zrangebyscore(DEADLINES, "-inf", now)
+
+    @unavailable_on_redis_errors
+    def purge(self, finished_before: float, idle_before: float,
+              untouched_before: float | None = None) -> int:
+        """Redis expires games by itself: here the indexes lose the games that are gone."""
         gone = 0
         stale = self.redis.zrangebyscore(LIVE, "-inf", idle_before)
         for game_id in stale:
             gone += self.redis.delete(_game(game_id))
         if stale:
             self.redis.zrem(LIVE, *stale)
-        # Finished games carry a TTL; count those whose age passed finished_before too.
+        # Finished games carry a TTL; purge those whose age passed finished_before too.
         cursor = 0
         while True:
             cursor, keys = self.redis.scan(cursor, match=f"{PREFIX}game:*", count=500)
@@ -164,11 +245,35 @@ class RedisStore:
                     if match.is_over and match.updated < finished_before:
                         gone += self.redis.delete(key)
             if cursor == 0:
-                return gone
+                break
+        # Games expired by their TTL (untouched ones soonest) leave their ids behind.
+        for index in (LIVE, DEADLINES):
+            ids = self.redis.zrange(index, 0, -1)
+            pipe = self.redis.pipeline(transaction=False)
+            for game_id in ids:
+                pipe.exists(_game(game_id))
+            missing = [gid for gid, there in zip(ids, pipe.execute(), strict=True) if not there]
+            if missing:
+                self.redis.zrem(index, *missing)
+        return gone
 
     @unavailable_on_redis_errors
     def count_live(self, player_id: str | None = None) -> int:
-        return self.redis.zcard(LIVE if player_id is None else _live_of(player_id))
+        if player_id is None:
+            return self.redis.zcard(LIVE)
+        # A player's index may hold games that expired: count the ones still there.
+        ids = self.redis.zrange(_live_of(player_id), 0, -1)
+        if not ids:
+            return 0
+        there = self.redis.exists(*(_game(gid) for gid in ids))
+        if there < len(ids):
+            pipe = self.redis.pipeline(transaction=False)
+            for gid in ids:
+                pipe.exists(_game(gid))
+            missing = [g for g, ok in zip(ids, pipe.execute(), strict=True) if not ok]
+            if missing:
+                self.redis.zrem(_live_of(player_id), *missing)
+        return there
 
     def ping(self) -> bool:
         try:

@@ -14,10 +14,19 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 
 from ttt.match import Match
-from ttt.store import Change, StoreUnavailable, add_results, empty_record, players_to_credit
+from ttt.store import (
+    CapReached,
+    Caps,
+    Change,
+    StoreUnavailable,
+    add_credits,
+    as_update,
+    empty_record,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -29,16 +38,41 @@ CREATE TABLE IF NOT EXISTS games (
     seat_o TEXT,
     body TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS games_updated ON games (updated);
-CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
 CREATE TABLE IF NOT EXISTS players (
     id TEXT PRIMARY KEY,
     current TEXT,
     record TEXT
 );
 """
+# Columns added after the first release: added in place to an existing file.
+COLUMNS = {
+    "games": {"untouched": "INTEGER NOT NULL DEFAULT 0", "created": "REAL",
+              "deadline": "REAL", "origin": "TEXT"},
+    "players": {"name": "TEXT", "seen": "REAL"},
+}
+INDEXES = """
+CREATE INDEX IF NOT EXISTS games_updated ON games (updated);
+CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_untouched ON games (created) WHERE untouched = 1;
+CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
+CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
+"""
+LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
+           "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Create the tables, and add the columns a file from an older release lacks."""
+    conn.executescript(SCHEMA)
+    for table, columns in COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    conn.executescript(INDEXES)
 
 
 class SqliteStore:
@@ -53,8 +87,8 @@ class SqliteStore:
         self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._pool_size = pool_size
         self._write_lock = threading.Lock()
-        with self._conn() as conn:
-            conn.executescript(SCHEMA)
+        with self._write_lock, self._conn() as conn:
+            _migrate(conn)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
@@ -80,13 +114,35 @@ class SqliteStore:
     @staticmethod
     def _row(match: Match) -> tuple:
         return (match.rev, match.updated, 0 if match.is_over else 1, match.seats["X"],
-                match.seats["O"], json.dumps(match.to_json(), separators=(",", ":")))
+                match.seats["O"], 1 if match.untouched else 0, match.created,
+                None if match.is_over else match.deadline, match.origin,
+                json.dumps(match.to_json(), separators=(",", ":")))
 
-    def create(self, match: Match) -> None:
-        with self._conn() as conn:
-            conn.execute(
-                "INSERT INTO games (rev, updated, live, seat_x, seat_o, body, id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (*self._row(match), match.id))
+    _INSERT = ("INSERT INTO games (rev, updated, live, seat_x, seat_o, untouched, created, "
+               "deadline, origin, body, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+    def create(self, match: Match, caps: Caps | None = None) -> None:
+        with self._write_lock, self._conn() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                raise StoreUnavailable(str(error)) from error
+            try:
+                if caps:  # counted inside the write transaction: parallel creates cannot race
+                    for who in match.humans():
+                        if self._count_live(conn, who) >= caps.per_player:
+                            raise CapReached(per_player=True)
+                    if caps.per_origin and match.origin and conn.execute(
+                            "SELECT COUNT(*) FROM games WHERE live = 1 AND origin = ?",
+                            (match.origin,)).fetchone()[0] >= caps.per_origin:
+                        raise CapReached(per_player=True)
+                    if self._count_live(conn) >= caps.total:
+                        raise CapReached(per_player=False)
+                conn.execute(self._INSERT, (*self._row(match), match.id))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
@@ -112,16 +168,21 @@ class SqliteStore:
                 conn.execute("ROLLBACK")
                 return None
             before = Match.from_json(json.loads(row[0]))
-            after = change(before)
-            if after is not before:
+            update = as_update(change(before))
+            after = update.match
+            if after.rev != before.rev:
                 cursor = conn.execute(
                     "UPDATE games SET rev = ?, updated = ?, live = ?, seat_x = ?, seat_o = ?, "
-                    "body = ? WHERE id = ? AND rev = ?", (*self._row(after), game_id, before.rev))
+                    "untouched = ?, created = ?, deadline = ?, origin = ?, body = ? "
+                    "WHERE id = ? AND rev = ?",
+                    (*self._row(after), game_id, before.rev))
                 if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; be loud if it does
                     raise RuntimeError("lost a compare-and-set under an immediate transaction")
-                for who in players_to_credit(before, after):
+                if update.create:
+                    conn.execute(self._INSERT, (*self._row(update.create), update.create.id))
+                for who in sorted({c[0] for c in update.credits}):
                     record = self._read_record(conn, who)
-                    add_results(record, before, after, who)
+                    add_credits(record, who, update.credits)
                     conn.execute(
                         "INSERT INTO players (id, record) VALUES (?, ?) "
                         "ON CONFLICT (id) DO UPDATE SET record = excluded.record",
@@ -154,25 +215,54 @@ class SqliteStore:
     def set_current(self, player_id: str, game_id: str) -> None:
         with self._conn() as conn:
             conn.execute(
-                "INSERT INTO players (id, current) VALUES (?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET current = excluded.current", (player_id, game_id))
+                "INSERT INTO players (id, current, seen) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET current = excluded.current, seen = excluded.seen",
+                (player_id, game_id, time.time()))
 
-    def purge(self, finished_before: float, idle_before: float) -> int:
+    def name(self, player_id: str) -> str | None:
         with self._conn() as conn:
-            return conn.execute(
-                "DELETE FROM games WHERE updated < ? OR (live = 0 AND updated < ?)",
-                (idle_before, finished_before)).rowcount
+            row = conn.execute("SELECT name FROM players WHERE id = ?", (player_id,)).fetchone()
+        return row[0] if row else None
+
+    def set_name(self, player_id: str, name: str) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO players (id, name, seen) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET name = excluded.name, seen = excluded.seen",
+                (player_id, name, time.time()))
+
+    def live_games(self, player_id: str) -> list[str]:
+        with self._conn() as conn:
+            return sorted(row[0] for row in conn.execute(LIVE_OF, {"p": player_id}))
+
+    def due(self, now: float) -> list[str]:
+        with self._conn() as conn:
+            return [row[0] for row in conn.execute(
+                "SELECT id FROM games WHERE deadline IS NOT NULL AND deadline <= ? AND live = 1",
+                (now,))]
+
+    def purge(self, finished_before: float, idle_before: float,
+              untouched_before: float | None = None) -> int:
+        with self._write_lock, self._conn() as conn:
+            gone = conn.execute(
+                "DELETE FROM games WHERE updated < ? OR (live = 0 AND updated < ?) "
+                "OR (untouched = 1 AND live = 1 AND created < ?)",
+                (idle_before, finished_before,
+                 -1.0 if untouched_before is None else untouched_before)).rowcount
+            # A player with no record and no name is only a cookie: forget it once idle.
+            conn.execute("DELETE FROM players WHERE (seen IS NULL OR seen < ?) "
+                         "AND record IS NULL AND name IS NULL", (idle_before,))
+            return gone
+
+    @staticmethod
+    def _count_live(conn: sqlite3.Connection, player_id: str | None = None) -> int:
+        if player_id is None:
+            return conn.execute("SELECT COUNT(*) FROM games WHERE live = 1").fetchone()[0]
+        return conn.execute(f"SELECT COUNT(*) FROM ({LIVE_OF})", {"p": player_id}).fetchone()[0]
 
     def count_live(self, player_id: str | None = None) -> int:
-        if player_id is None:
-            sql, args = "SELECT COUNT(*) FROM games WHERE live = 1", ()
-        else:
-            sql = ("SELECT (SELECT COUNT(*) FROM games WHERE live = 1 AND seat_x = ?) + "
-                   "(SELECT COUNT(*) FROM games WHERE live = 1 AND seat_o = ? "
-                   "AND seat_x IS NOT ?)")
-            args = (player_id, player_id, player_id)
         with self._conn() as conn:
-            return conn.execute(sql, args).fetchone()[0]
+            return self._count_live(conn, player_id)
 
     def ping(self) -> bool:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -12,6 +13,7 @@ from flask import Flask, current_app
 from flask_socketio import SocketIO
 
 from ttt.store import Store, open_store
+from ttt.table import Limits, Table
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +27,14 @@ def _env_config() -> dict[str, Any]:
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
-    if env.get("TTT_RATE_LIMIT"):
-        config["TTT_RATE_LIMIT"] = float(env["TTT_RATE_LIMIT"])
+    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE"):
+        if env.get(key):
+            config[key] = float(env[key])
+    for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES"):
+        if env.get(key):
+            config[key] = int(env[key])
+    if env.get("TTT_TRUSTED_PROXIES"):
+        config["TTT_TRUSTED_PROXIES"] = env["TTT_TRUSTED_PROXIES"]
     if env.get("TTT_SECRET_KEY"):
         config["SECRET_KEY"] = env["TTT_SECRET_KEY"]
     if env.get("TTT_COOKIE_SECURE"):
@@ -104,6 +112,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         TTT_MAX_MESSAGE_BYTES=4096,
         TTT_MAX_LIVE_PER_PLAYER=50,
         TTT_MAX_LIVE_GAMES=100_000,
+        TTT_MAX_LIVE_PER_ADDRESS=500,
+        TTT_MAX_CONNECTIONS=8,             # per player and process: a few tabs, not 40
+        TTT_CREATE_RATE=30.0,              # new games a minute per player and per address
+        TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
+        TTT_TRUSTED_PROXIES="",            # addresses whose X-Forwarded-For is believed
+        TTT_UNTOUCHED_TTL=6 * 3600,        # a game nobody moved in or joined
+        TTT_TICK=0.25,                     # how often timed games are checked
         TTT_FINISHED_TTL=7 * 24 * 3600,    # finished games stay replayable for a week
         TTT_IDLE_TTL=30 * 24 * 3600,       # a game nobody touched for 30 days is abandoned
         TTT_PURGE_EVERY=600,
@@ -124,10 +139,26 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"],
                                              finished_ttl=app.config["TTT_FINISHED_TTL"],
-                                             idle_ttl=app.config["TTT_IDLE_TTL"])
+                                             idle_ttl=app.config["TTT_IDLE_TTL"],
+                                             untouched_ttl=app.config["TTT_UNTOUCHED_TTL"])
     shared = app.config["TTT_MESSAGE_QUEUE"] or (
         app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
-    app.extensions["ttt_presence"] = Presence(RedisSeats(shared) if shared else MemorySeats())
+    presence = Presence(RedisSeats(shared) if shared else MemorySeats(),
+                        max_connections=app.config["TTT_MAX_CONNECTIONS"])
+    app.extensions["ttt_presence"] = presence
+    trusted = app.config["TTT_TRUSTED_PROXIES"]
+    if isinstance(trusted, str):
+        app.config["TTT_TRUSTED_PROXIES"] = frozenset(a.strip() for a in trusted.split(",")
+                                                      if a.strip())
+    app.extensions["ttt_table"] = Table(app.extensions["ttt_store"], presence, limits=Limits(
+        claim_after=float(app.config["TTT_CLAIM_AFTER"]),
+        live_per_player=app.config["TTT_MAX_LIVE_PER_PLAYER"],
+        live_per_address=app.config["TTT_MAX_LIVE_PER_ADDRESS"],
+        live_total=app.config["TTT_MAX_LIVE_GAMES"],
+        # TTT_RATE_LIMIT=0 is for benchmarks and trusted bots: no limit on creations either.
+        creations_per_minute=(float(app.config["TTT_CREATE_RATE"])
+                              if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
+        salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest())
 
     from ttt.web import events, pages
 
@@ -142,7 +173,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         ping_timeout=10,
         # cors_allowed_origins left at its default: same origin only.
     )
-    events.register(socketio)
+    events.register(socketio, app.extensions["ttt_table"])
     _quiet_client_errors()
     _refuse_unnamed_events(socketio)
     app.extensions["ttt_socketio"] = socketio
@@ -152,12 +183,24 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 
 def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
-    """Background loops: renew seat leases, and purge finished and abandoned games."""
+    """Background loops: end timed games whose clock ran out; renew seat leases and purge."""
     import time
+
+    from ttt.web.events import emit_all
 
     log = logging.getLogger("ttt.housekeeping")
     presence, store = app.extensions["ttt_presence"], app.extensions["ttt_store"]
+    table: Table = app.extensions["ttt_table"]
     config = app.config
+
+    def clocks() -> None:
+        # Every process ticks; the store's compare-and-set lets exactly one end a game.
+        while True:
+            socketio.sleep(config["TTT_TICK"])
+            try:
+                emit_all(socketio, table.tick())
+            except Exception as error:  # a store outage must not end the loop
+                log.warning("timed games not checked: %s", error)
 
     def loop() -> None:
         last_purge = 0.0
@@ -169,12 +212,14 @@ def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
                 if now - last_purge >= config["TTT_PURGE_EVERY"]:
                     last_purge = now
                     gone = store.purge(now - config["TTT_FINISHED_TTL"],
-                                       now - config["TTT_IDLE_TTL"])
+                                       now - config["TTT_IDLE_TTL"],
+                                       now - config["TTT_UNTOUCHED_TTL"])
                     if gone:
                         log.info("purged %d finished or abandoned games", gone)
             except Exception as error:  # a store outage must not end the loop
                 log.warning("housekeeping failed: %s", error)
 
+    socketio.start_background_task(clocks)
     socketio.start_background_task(loop)
 
 
@@ -191,3 +236,8 @@ def get_presence() -> Presence:
 def get_socketio(app: Flask | None = None) -> SocketIO:
     """The SocketIO object of an app."""
     return (app or current_app).extensions["ttt_socketio"]
+
+
+def get_table(app: Flask | None = None) -> Table:
+    """The master of an app."""
+    return (app or current_app).extensions["ttt_table"]

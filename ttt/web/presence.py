@@ -1,11 +1,12 @@
-"""Who is connected to which seat of which game.
+"""Who is connected to which seat of which game, and who is watching.
 
-Connections (and their rate-limit buckets) are this process's own. Whether a
-seat is online is shared: in memory for one process, in Redis when several
-processes serve the same games. In Redis each connection holds a lease on its
-seat (a sorted-set member scored with the lease's expiry), renewed while it
-lives and set to "now" when it leaves, so a crashed process's connections
-fall offline by themselves and the highest score is always the last sighting.
+Connections are this process's own, and so are the rate-limit buckets (one per
+player across its connections). Whether a seat is online, and how many watch a
+game, is shared: in memory for one process, in Redis when several processes
+serve the same games. In Redis each connection holds a lease on its seat (a
+sorted-set member scored with the lease's expiry), renewed while it lives and
+set to "now" when it leaves, so a crashed process's connections fall offline by
+themselves and the highest score is always the last sighting.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from ttt.match import Match
 from ttt.store.redis import unavailable_on_redis_errors
 
 LEASE_SECONDS = 30.0
+WATCH = "watch"          # the "seat" that spectators hold
+FORGET_AFTER = 600.0     # a departure older than this is as good as "long ago"
 
 
 @dataclass
@@ -27,16 +30,25 @@ class Connection:
     """One Socket.IO connection: its player, and the game and seats it shows."""
 
     player: str
+    address: str = ""
     game: str | None = None
+    role: str | None = None
     seats: tuple[str, ...] = ()
-    tokens: float = 0.0
+
+
+@dataclass
+class Bucket:
+    """A player's token bucket, shared by all its connections in this process."""
+
+    tokens: float
     refilled: float = field(default_factory=time.monotonic)
+    connections: int = 0
 
 
 def seats_of(match: Match, player: str) -> tuple[str, ...]:
-    """The sides a player sits at in a match (both in pass-and-play)."""
+    """The leases a player's connection holds in a match: its sides, or the watchers' one."""
     role = match.role(player)
-    return ("X", "O") if role == "both" else (role,) if role in ("X", "O") else ()
+    return ("X", "O") if role == "both" else (role,) if role in ("X", "O") else (WATCH,)
 
 
 class MemorySeats:
@@ -55,16 +67,23 @@ class MemorySeats:
         holders.discard(sid)
         if not holders:
             self._held.pop((game, mark), None)
-            self._left[(game, mark)] = self._clock()
+            if mark != WATCH:
+                self._left[(game, mark)] = self._clock()
 
     def online(self, game: str) -> dict[str, bool]:
         return {mark: bool(self._held.get((game, mark))) for mark in ("X", "O")}
+
+    def watchers(self, game: str) -> int:
+        return len(self._held.get((game, WATCH), ()))
 
     def last_seen(self, game: str, mark: str) -> float | None:
         return self._left.get((game, mark))
 
     def renew(self, held: list[tuple[str, str, str]]) -> None:
-        """Nothing to renew: a process's memory dies with its connections."""
+        """Nothing to renew (a process's memory dies with its connections); forget old news."""
+        horizon = self._clock() - FORGET_AFTER
+        for key in [k for k, t in self._left.items() if t < horizon]:
+            del self._left[key]
 
 
 class RedisSeats:
@@ -83,7 +102,10 @@ class RedisSeats:
     def _set(self, entries: list[tuple[str, str, str]], score: float) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for game, mark, sid in entries:
-            pipe.zadd(self._key(game, mark), {sid: score})
+            if mark == WATCH and score <= self._clock():
+                pipe.zrem(self._key(game, mark), sid)  # a departed watcher is no news
+            else:
+                pipe.zadd(self._key(game, mark), {sid: score})
             pipe.expire(self._key(game, mark), 24 * 3600)
         pipe.execute()
 
@@ -103,6 +125,10 @@ class RedisSeats:
         return {"X": x > 0, "O": o > 0}
 
     @unavailable_on_redis_errors
+    def watchers(self, game: str) -> int:
+        return self._redis.zcount(self._key(game, WATCH), f"({self._clock()}", "+inf")
+
+    @unavailable_on_redis_errors
     def last_seen(self, game: str, mark: str) -> float | None:
         top = self._redis.zrevrange(self._key(game, mark), 0, 0, withscores=True)
         return min(top[0][1], self._clock()) if top else None
@@ -115,74 +141,94 @@ class RedisSeats:
 class Presence:
     """This process's connections, and the (possibly shared) seat tracker."""
 
-    def __init__(self, seats: MemorySeats | RedisSeats | None = None, clock=time.time) -> None:
+    def __init__(self, seats: MemorySeats | RedisSeats | None = None, clock=time.time,
+                 max_connections: int = 8) -> None:
         self._lock = threading.Lock()
         self._clock = clock
-        self._started = clock()
         self._conns: dict[str, Connection] = {}
+        self._buckets: dict[str, Bucket] = {}
+        self.max_connections = max_connections
         self.seats = seats or MemorySeats(clock)
 
-    def connect(self, sid: str, player: str, burst: float) -> None:
-        """Register a new connection."""
+    def connect(self, sid: str, player: str, burst: float, address: str = "") -> bool:
+        """Register a new connection; False when the player already holds too many."""
         with self._lock:
-            self._conns[sid] = Connection(player, tokens=burst)
+            bucket = self._buckets.setdefault(player, Bucket(tokens=burst))
+            if bucket.connections >= self.max_connections:
+                return False
+            bucket.connections += 1
+            self._conns[sid] = Connection(player, address)
+            return True
 
     def connection(self, sid: str) -> Connection | None:
         """The connection of a sid."""
         return self._conns.get(sid)
 
     def attach(self, sid: str, match: Match) -> list[str]:
-        """Show `match` on this connection; the game ids whose online flags changed."""
+        """Show `match` on this connection; the game ids whose presence or watchers changed."""
         with self._lock:
             conn = self._conns.get(sid)
             if conn is None:
                 return []
             changed = self._leave(sid, conn)
-            before = self.seats.online(match.id)
-            conn.game, conn.seats = match.id, seats_of(match, conn.player)
+            game = match.id
+            before = self._snapshot(game)
+            conn.game, conn.role = game, match.role(conn.player)
+            conn.seats = seats_of(match, conn.player)
             for mark in conn.seats:
-                self.seats.add(match.id, mark, sid)
-            if self.seats.online(match.id) != before:
-                changed.append(match.id)
+                self.seats.add(game, mark, sid)
+            if self._snapshot(game) != before:
+                changed.append(game)
             return sorted(set(changed))
 
     def disconnect(self, sid: str) -> list[str]:
-        """Forget a connection; the game ids whose online flags changed."""
+        """Forget a connection; the game ids whose presence or watchers changed."""
         with self._lock:
             conn = self._conns.pop(sid, None)
-            return self._leave(sid, conn) if conn else []
+            if conn is None:
+                return []
+            bucket = self._buckets.get(conn.player)
+            if bucket:
+                bucket.connections -= 1
+                if bucket.connections <= 0:
+                    del self._buckets[conn.player]
+            return self._leave(sid, conn)
+
+    def _snapshot(self, game: str) -> tuple:
+        return (self.seats.online(game), self.seats.watchers(game))
 
     def _leave(self, sid: str, conn: Connection) -> list[str]:
         if not conn.game or not conn.seats:
-            conn.game, conn.seats = None, ()
+            conn.game, conn.role, conn.seats = None, None, ()
             return []
         game = conn.game
-        before = self.seats.online(game)
+        before = self._snapshot(game)
         for mark in conn.seats:
             self.seats.remove(game, mark, sid)
-        conn.game, conn.seats = None, ()
-        return [game] if self.seats.online(game) != before else []
+        conn.game, conn.role, conn.seats = None, None, ()
+        return [game] if self._snapshot(game) != before else []
 
     def online(self, game_id: str) -> dict[str, bool]:
         """Whether each side of a game has a live connection."""
         return self.seats.online(game_id)
 
-    def away_for(self, game_id: str, mark: str) -> float:
-        """Seconds since that seat last had a connection (since start if never seen)."""
-        if self.seats.online(game_id)[mark]:
-            return 0.0
-        seen = self.seats.last_seen(game_id, mark)
-        return self._clock() - (seen if seen is not None else self._started)
+    def watchers(self, game_id: str) -> int:
+        """How many spectators are connected to a game."""
+        return self.seats.watchers(game_id)
+
+    def last_seen(self, game_id: str, mark: str) -> float | None:
+        """When that seat last had a connection, if in recent memory."""
+        return self.seats.last_seen(game_id, mark)
 
     def renew(self) -> None:
-        """Renew the leases of this process's seated connections."""
+        """Renew the leases of this process's connections."""
         with self._lock:
             held = [(c.game, mark, sid) for sid, c in self._conns.items() if c.game
                     for mark in c.seats]
         self.seats.renew(held)  # type: ignore[arg-type]
 
     def take_token(self, sid: str, rate: float) -> bool:
-        """Whether the connection may send one more event (token bucket, burst 2×rate)."""
+        """Whether the connection's player may send one more event (burst 2×rate)."""
         if rate <= 0:
             return True
         conn = self._conns.get(sid)
@@ -190,9 +236,12 @@ class Presence:
             return True
         now = time.monotonic()
         with self._lock:
-            conn.tokens = min(2 * rate, conn.tokens + (now - conn.refilled) * rate)
-            conn.refilled = now
-            if conn.tokens < 1:
+            bucket = self._buckets.get(conn.player)
+            if bucket is None:
+                return True
+            bucket.tokens = min(2 * rate, bucket.tokens + (now - bucket.refilled) * rate)
+            bucket.refilled = now
+            if bucket.tokens < 1:
                 return False
-            conn.tokens -= 1
+            bucket.tokens -= 1
             return True

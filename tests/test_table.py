@@ -1,0 +1,445 @@
+"""The master with a fake clock: every event, every refusal, views per receiver, fair endings."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from ttt.store import open_store
+from ttt.table import Limits, Reply, Table, room
+from ttt.web.presence import MemorySeats, Presence
+
+
+class Clock:
+    """Time that moves only when a test says so."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def table(request, clock, tmp_path):
+    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
+    store = open_store(url)
+    presence = Presence(MemorySeats(clock), clock)
+    yield Table(store, presence, clock=clock, rng=random.Random(3),
+                limits=Limits(creations_per_minute=0))
+    store.close()
+
+
+class Person:
+    """One player's connection to the table."""
+
+    count = 0
+
+    def __init__(self, table: Table, player: str | None = None, address: str = "10.0.0.1"):
+        Person.count += 1
+        self.table = table
+        self.player = player or f"player{Person.count:016d}"[:22].ljust(22, "p")
+        self.sid = f"sid{Person.count}"
+        assert table.connect(self.sid, self.player, address)
+
+    def __call__(self, event: str, **payload):
+        return self.table.handle(event, self.sid, payload)
+
+    def ok(self, event: str, **payload):
+        reply = self(event, **payload)
+        assert reply.answer["ok"], reply.answer
+        return reply
+
+    def code(self, event: str, **payload) -> str:
+        answer = self(event, **payload).answer
+        assert answer["ok"] is False, answer
+        assert answer["error"]["message"]
+        return answer["error"]["code"]
+
+    def leave(self):
+        return Reply({"ok": True}, self.table.disconnect(self.sid))
+
+
+def pushed(reply, role_room: str, event: str = "game"):
+    found = [p.payload for p in reply.pushes if p.room == role_room and p.event == event]
+    assert found, [(p.event, p.room) for p in reply.pushes]
+    return found[-1]
+
+
+def friends(table: Table, **options):
+    """Ana at X, Ben at O, in a friend game; and its id."""
+    ana, ben = Person(table), Person(table)
+    game = ana.ok("new_game", mode="friend", you="X", **options).answer["game"]
+    ben.ok("join", game=game["id"])
+    return ana, ben, game["id"]
+
+
+# --- views -------------------------------------------------------------------------------------
+
+def test_one_change_reaches_x_o_and_spectators_as_their_own_views(table):
+    ana, ben, gid = friends(table)
+    cy = Person(table)
+    assert cy.ok("join", game=gid).answer["you"] == "spectator"
+    reply = ana.ok("move", game=gid, cell=4)
+    assert reply.answer["game"]["you"] == "X" and reply.answer["game"]["can"] == [
+        "resign", "abort", "react"]
+    o_view = pushed(reply, room(gid, "O"))
+    assert o_view["you"] == "O" and o_view["can"] == ["move", "resign", "abort", "react"]
+    watch = pushed(reply, room(gid, "spectator"))
+    assert watch["you"] == "spectator" and watch["can"] == [] and watch["watchers"] == 1
+    assert watch["claimable_in"] is None and watch["offer"] is None
+    assert o_view["score"] == {"X": 0, "O": 0, "draws": 0} and o_view["clock"] is None
+    assert all(p.skip_sender for p in reply.pushes)
+
+
+def test_every_view_is_right_for_x_o_and_a_spectator_after_every_move(table):
+    ana, ben, gid = friends(table)
+    cy = Person(table)
+    cy.ok("join", game=gid)
+    for cell, mover in zip((0, 4, 8, 1, 7, 6, 2, 5, 3), "XOXOXOXOX", strict=True):
+        player = ana if mover == "X" else ben
+        reply = player.ok("move", game=gid, cell=cell)
+        views = {"X" if player is ana else "O": reply.answer["game"]}
+        views.update({r: pushed(reply, room(gid, r)) for r in ("X", "O", "spectator")
+                      if r not in views})
+        game = views["X"]
+        for role, view in views.items():
+            assert view["you"] == role and view["version"] == game["version"]
+            if role == "spectator":
+                assert view["can"] == ([] if game["status"] == "playing" else ["analyze"])
+            elif game["status"] == "playing":
+                assert ("move" in view["can"]) == (game["turn"] == role)
+            else:
+                assert "move" not in view["can"] and "rematch" in view["can"]
+    assert game["status"] == "draw" and game["score"] == {"X": 0, "O": 0, "draws": 1}
+
+
+def test_refusals_are_answers_with_codes(table):
+    ana, ben, gid = friends(table)
+    cy = Person(table)
+    assert ana.code("move", game=gid, cell=9) == "bad_request"
+    assert ana.code("move", game=gid, cell=True) == "bad_request"
+    assert ana.code("move", game="nope", cell=1) == "bad_request"
+    assert ana.code("move", game="a" * 22, cell=1) == "not_found"
+    assert ben.code("move", game=gid, cell=1) == "not_your_turn"
+    assert cy.code("move", game=gid, cell=1) == "spectator"
+    ana.ok("move", game=gid, cell=1)
+    assert ben.code("move", game=gid, cell=1) == "occupied"
+    assert ben.code("move", game=gid, cell=2, version=0) == "stale"
+    assert ana.code("analyze", game=gid) == "not_allowed"
+    assert ana.code("hint", game=gid) == "not_allowed"
+    assert ana.code("nonsense") == "bad_request"
+    assert table.handle("move", ana.sid, ["x"]).answer["error"]["code"] == "bad_request"
+    assert ana.code("new_game", mode="ai", you="X", level="perfect", clock=10) == "bad_request"
+    assert ana.code("new_game", mode="friend", you="X", clock=15) == "bad_request"
+    assert ana.code("new_game", mode="ai", you="X", level="perfect", variant="chess") \
+        == "bad_request"
+    assert ana.code("react", game=gid, reaction="💩") == "bad_request"
+    assert cy.code("rematch", game=gid) == "spectator"
+    assert cy.code("decline", game=gid) == "spectator"
+    assert ana.code("decline", game=gid) == "not_allowed"
+
+
+# --- fair endings ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mover", ["X", "O"])
+def test_either_player_claims_after_sixty_seconds_away_whoever_is_on_move(table, clock, mover):
+    ana, ben, gid = friends(table)
+    if mover == "O":
+        ana.ok("move", game=gid, cell=4)  # now Ben is on move, and Ben leaves
+    reply = ben.leave()
+    view = pushed(reply, room(gid, "X"))
+    assert view["online"]["O"] is False and view["claimable_in"] == 60.0
+    clock.now += 59
+    assert ana.code("claim", game=gid) == "not_allowed"
+    assert ana.ok("join", game=gid).answer["game"]["claimable_in"] == 1.0
+    clock.now += 2
+    fresh = ana.ok("join", game=gid).answer["game"]
+    assert fresh["claimable_in"] == 0 and "claim" in fresh["can"]
+    won = ana.ok("claim", game=gid)
+    assert won.answer["game"]["winner"] == "X" and won.answer["game"]["reason"] == "claim"
+    assert pushed(won, room(gid, "spectator"))["reason"] == "claim"
+
+
+def test_a_seat_never_seen_counts_away_from_when_it_was_taken_not_from_the_start(table, clock):
+    """A rematch's other seat is not claimable at once (the old hole)."""
+    ana, ben, gid = friends(table)
+    ben.ok("resign", game=gid)
+    ana.ok("rematch", game=gid)
+    clock.now += 3600
+    started = ben.ok("rematch", game=gid).answer
+    new = started["game"]["id"]
+    # Ana has not followed yet: her new seat was taken just now, not an hour ago.
+    assert ben.code("claim", game=new) == "not_allowed"
+    assert started["game"]["claimable_in"] == 60.0
+
+
+def test_claim_is_refused_while_the_friend_is_online_or_never_came(table):
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="friend", you="X").answer["game"]["id"]
+    assert ana.code("claim", game=gid) == "not_allowed"  # the seat is still open
+    ben = Person(table)
+    ben.ok("join", game=gid)
+    assert ana.code("claim", game=gid) == "not_allowed"
+    ai = ana.ok("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
+    assert ana.code("claim", game=ai) == "not_allowed"
+
+
+def test_resign_against_the_ai_counts_as_a_loss_and_pushes_the_record(table):
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="ai", you="X", level="hard").answer["game"]["id"]
+    reply = ana.ok("resign", game=gid)
+    assert reply.answer["game"]["reason"] == "resign" and reply.answer["game"]["winner"] == "O"
+    assert reply.answer["record"]["hard"]["losses"] == 1
+    assert pushed(reply, f"p:{ana.player}", "record")["hard"]["losses"] == 1
+    assert ana.code("resign", game=gid) == "game_over"
+
+
+def test_abort_before_both_moved_then_not(table):
+    ana, ben, gid = friends(table)
+    ana.ok("move", game=gid, cell=4)
+    gone = ben.ok("abort", game=gid).answer["game"]
+    assert gone["status"] == "aborted" and gone["winner"] is None
+    assert gone["can"] == ["analyze", "react"]
+    more, other, gid2 = friends(table)
+    more.ok("move", game=gid2, cell=4)
+    other.ok("move", game=gid2, cell=0)
+    assert more.code("abort", game=gid2) == "not_allowed"
+
+
+# --- rematch offers ----------------------------------------------------------------------------
+
+def test_a_rematch_offer_is_accepted_by_the_other_player_only(table):
+    ana, ben, gid = friends(table)
+    cy = Person(table)
+    cy.ok("join", game=gid)
+    ana.ok("resign", game=gid)
+    offer = ben.ok("rematch", game=gid)
+    assert offer.answer["started"] is False and offer.answer["game"]["offer"] == {"rematch": "O"}
+    assert "rematch" not in offer.answer["game"]["can"]
+    assert "decline" in offer.answer["game"]["can"]
+    to_ana = pushed(offer, room(gid, "X"))
+    assert to_ana["offer"] == {"rematch": "O"} and "rematch" in to_ana["can"]
+    again = ben.ok("rematch", game=gid)  # asking twice is still an offer, not a start
+    assert again.answer["started"] is False
+    accepted = ana.ok("rematch", game=gid)
+    assert accepted.answer["started"] is True and accepted.answer["you"] == "O"
+    new = accepted.answer["game"]
+    assert new["seats"] == {"X": "human", "O": "human"} and new["score"] == {
+        "X": 1, "O": 0, "draws": 0}  # Ben won as O and now sits at X
+    follow = {p.room: p.payload for p in accepted.pushes if p.event == "rematch"}
+    assert follow[room(gid, "O")]["game"]["you"] == "X"
+    assert follow[room(gid, "spectator")]["game"]["you"] == "spectator"
+    assert follow[room(gid, "X")]["from"] == gid
+    # Ben follows: the same game, not another one.
+    assert ben.ok("rematch", game=gid).answer["game"]["id"] == new["id"]
+
+
+def test_a_rematch_offer_declined_or_withdrawn_goes_back_to_none(table):
+    ana, ben, gid = friends(table)
+    ana.ok("resign", game=gid)
+    ana.ok("rematch", game=gid)
+    declined = ben.ok("decline", game=gid)
+    assert declined.answer["game"]["offer"] is None
+    assert pushed(declined, room(gid, "X"))["offer"] is None
+    ana.ok("rematch", game=gid)
+    assert ana.ok("decline", game=gid).answer["game"]["offer"] is None
+    assert ana.code("decline", game=gid) == "not_allowed"
+
+
+def test_racing_acceptances_start_exactly_one_rematch(table):
+    ana, ben, gid = friends(table)
+    ana.ok("resign", game=gid)
+    ana.ok("rematch", game=gid)
+    tabs = [Person(table, ben.player) for _ in range(6)]
+    start = threading.Barrier(len(tabs))
+    answers = []
+
+    def accept(tab):
+        start.wait()
+        answers.append(tab("rematch", game=gid).answer)
+
+    threads = [threading.Thread(target=accept, args=(t,)) for t in tabs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(a["ok"] and a["started"] for a in answers)
+    assert len({a["game"]["id"] for a in answers}) == 1
+    assert table.store.count_live(ben.player) == 1
+
+
+def test_ai_rematch_starts_at_once_with_sides_swapped(table):
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="ai", you="X", level="perfect").answer["game"]["id"]
+    ana.ok("resign", game=gid)
+    started = ana.ok("rematch", game=gid).answer
+    assert started["started"] is True and started["you"] == "O"
+    assert started["game"]["score"] is None and started["game"]["version"] == 1
+
+
+# --- timed games -------------------------------------------------------------------------------
+
+def test_the_clock_waits_for_the_second_player_then_ends_the_game_by_itself(table, clock):
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="friend", you="X", clock=10).answer["game"]["id"]
+    clock.now += 100
+    assert table.tick() == []  # nobody to play against yet: no clock
+    ben = Person(table)
+    joined = ben.ok("join", game=gid).answer["game"]
+    assert joined["clock"] == 10 and joined["time_left"] == 10
+    clock.now += 9.9
+    assert table.tick() == []
+    clock.now += 0.1
+    pushes = table.tick()
+    views = {p.room: p.payload for p in pushes}
+    assert views[room(gid, "O")]["winner"] == "O" and views[room(gid, "O")]["reason"] == "time"
+    assert room(gid, "spectator") in views
+    assert table.tick() == []  # ended once
+
+
+def test_a_reload_does_not_reset_the_clock(table, clock):
+    ana, ben, gid = friends(table, clock=30)
+    clock.now += 20
+    ben.leave()
+    ben = Person(table, ben.player)
+    assert ben.ok("join", game=gid).answer["game"]["time_left"] == 10
+
+
+def test_a_move_in_the_same_instant_as_the_timeout_loses_to_it_exactly_once(table, clock):
+    ana, ben, gid = friends(table, clock=10)
+    clock.now += 10
+    late = ana("move", game=gid, cell=4)
+    assert late.answer["error"]["code"] == "game_over"
+    assert pushed(late, room(gid, "O"))["reason"] == "time"
+    assert table.tick() == []
+    game = ana.ok("join", game=gid).answer["game"]
+    assert game["winner"] == "O" and game["moves"] == []
+
+
+def test_a_move_in_time_restarts_the_clock_for_the_other_side(table, clock):
+    ana, ben, gid = friends(table, clock=10)
+    clock.now += 9.9
+    moved = ana.ok("move", game=gid, cell=4).answer["game"]
+    assert moved["time_left"] == 10 and moved["turn"] == "O"
+
+
+# --- names, watchers, reactions ----------------------------------------------------------------
+
+def test_names_are_checked_kept_and_pushed_to_every_game_the_person_sits_in(table):
+    ana, ben, gid = friends(table)
+    for bad in ("", "   ", "x" * 25, "a\nb", "a\u202eb", 5, None):
+        assert ana.code("set_name", name=bad) == "bad_request"
+    reply = ana.ok("set_name", name="  Ana <b>  ")
+    assert reply.answer == {"ok": True, "name": "Ana <b>"}
+    assert pushed(reply, room(gid, "O"))["names"] == {"X": "Ana <b>", "O": None}
+    # A later game takes the name from the start.
+    later = ana.ok("new_game", mode="friend", you="O").answer["game"]
+    assert later["names"] == {"X": None, "O": "Ana <b>"}
+
+
+def test_watchers_are_counted_and_pushed(table):
+    ana, ben, gid = friends(table)
+    cy, di = Person(table), Person(table)
+    first = cy.ok("join", game=gid)
+    assert pushed(first, room(gid, "X"))["watchers"] == 1
+    assert di.ok("join", game=gid).answer["game"]["watchers"] == 2
+    gone = cy.leave()
+    assert pushed(gone, room(gid, "O"))["watchers"] == 1
+
+
+def test_reactions_reach_the_whole_room_once_a_second_at_most(table, clock):
+    ana, ben, gid = friends(table)
+    cy = Person(table)
+    reply = ana.ok("react", game=gid, reaction="gg")
+    for seen in ("X", "O", "spectator"):
+        assert pushed(reply, room(gid, seen), "reaction") == {
+            "game": gid, "from": "X", "reaction": "gg"}
+    assert ana.code("react", game=gid, reaction="👍") == "rate_limited"
+    clock.now += 1
+    ana.ok("react", game=gid, reaction="👍")
+    assert cy.code("react", game=gid, reaction="👍") == "spectator"
+    ai = ana.ok("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
+    clock.now += 1
+    assert ana.code("react", game=ai, reaction="👍") == "not_allowed"
+
+
+# --- caps and limits ---------------------------------------------------------------------------
+
+def test_creations_are_limited_per_player_and_per_address(clock):
+    store = open_store("memory://")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=6))
+    ana = Person(table, address="10.1.1.1")
+    for _ in range(6):
+        ana.ok("new_game", mode="local")
+    assert ana.code("new_game", mode="local") == "rate_limited"
+    # Other cookies from the same address share its budget.
+    assert Person(table, address="10.1.1.1").code("new_game", mode="local") == "rate_limited"
+    Person(table, address="10.2.2.2").ok("new_game", mode="local")
+    clock.now += 10  # one more a minute/6
+    ana.ok("new_game", mode="local")
+
+
+def test_live_games_per_player_are_capped(clock):
+    store = open_store("memory://")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0, live_per_player=2, live_total=3))
+    ana, ben = Person(table), Person(table)
+    ana.ok("new_game", mode="local")
+    ana.ok("new_game", mode="local")
+    assert "too many" in ana("new_game", mode="local").answer["error"]["message"]
+    ben.ok("new_game", mode="local")
+    assert "full" in ben("new_game", mode="local").answer["error"]["message"]
+
+
+def test_too_many_connections_of_one_player_are_refused(clock):
+    presence = Presence(MemorySeats(clock), clock, max_connections=3)
+    table = Table(open_store("memory://"), presence, clock=clock)
+    player = "p" * 22
+    assert all(table.connect(f"s{i}", player) for i in range(3))
+    assert not table.connect("s3", player)
+    table.disconnect("s0")
+    assert table.connect("s4", player)
+    assert not table.connect("s5", "short")
+
+
+def test_the_rate_limit_is_per_player_across_connections(clock):
+    presence = Presence(MemorySeats(clock), clock)
+    player = "q" * 22
+    for i in range(4):
+        presence.connect(f"t{i}", player, burst=4)
+    taken = sum(presence.take_token(f"t{i % 4}", 2) for i in range(40))
+    assert taken <= 5  # one bucket of 4 (plus a refill in the run), not four
+
+
+def test_hints_count_once_per_position(table):
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
+    for _ in range(3):
+        reply = ana.ok("hint", game=gid)
+    assert reply.answer["game"]["hints"] == {"X": 1, "O": 0} and reply.answer["best"]
+    assert reply.pushes == []  # nothing changed the third time
+
+
+def test_join_without_a_game_answers_null_then_the_current_game(table):
+    ana = Person(table)
+    assert ana.ok("join").answer["game"] is None
+    gid = ana.ok("new_game", mode="local").answer["game"]["id"]
+    tab = Person(table, ana.player)
+    answer = tab.ok("join").answer
+    assert answer["game"]["id"] == gid and answer["you"] == "both"
+    assert answer["game"]["can"] == ["move", "hint", "analyze"]
+
+
+def test_leaving_for_another_game_leaves_the_seat_offline(table):
+    ana, ben, gid = friends(table)
+    reply = ben.ok("new_game", mode="ai", you="X", level="easy")
+    assert pushed(reply, room(gid, "X"))["online"]["O"] is False

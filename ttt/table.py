@@ -1,0 +1,526 @@
+"""The master: the one authority over every game, with one method per client event.
+
+A `Table` takes the store, presence, a clock and a random source; it checks the
+payload, decides, writes through the store, and returns a `Reply`: the answer
+for the sender, what to push to whom (one view per receiver's role), and which
+game the sender's connection now shows. It never imports Flask or Socket.IO:
+the web layer only turns a Reply into emits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ttt import analysis
+from ttt.match import (
+    AI,
+    CLOCKS,
+    MODES,
+    SIDES,
+    Match,
+    MatchError,
+    abort,
+    ai_reply,
+    claim,
+    create,
+    decline,
+    expired,
+    hint,
+    offer_rematch,
+    other,
+    play,
+    rematch,
+    rename,
+    resign,
+    results,
+    take_seat,
+    time_out,
+)
+from ttt.players import AI_LEVELS
+from ttt.rules import Board
+from ttt.store import CapReached, Caps, Store, Update
+
+REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
+ROLES = ("X", "O", "both", "spectator")
+NAME_LENGTH = 24
+_ASCII_ID = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The rules of the house that are settings, not game rules."""
+
+    claim_after: float = 60.0           # seconds a seat must be away before a claim
+    live_per_player: int = 50
+    live_per_address: int = 500         # live games made from one client address
+    live_total: int = 100_000
+    creations_per_minute: float = 30.0  # per player and per client address; 0: no limit
+    reaction_every: float = 1.0         # seconds between one player's reactions
+
+
+@dataclass
+class Push:
+    """One emit: an event and its payload to a room."""
+
+    event: str
+    room: str
+    payload: dict[str, Any]
+    skip_sender: bool = True
+
+
+@dataclass
+class Reply:
+    """What an event comes to: the answer, the pushes, and the game the sender now shows."""
+
+    answer: dict[str, Any]
+    pushes: list[Push] = field(default_factory=list)
+    show: str | None = None   # the room the sender's connection now belongs to
+
+
+def room(game_id: str, role: str) -> str:
+    """The Socket.IO room of the connections that see a game as `role`."""
+    return f"g:{game_id}:{role}"
+
+
+def player_room(player: str) -> str:
+    """The room of all of one player's connections (tabs)."""
+    return f"p:{player}"
+
+
+def refusal(code: str, message: str) -> dict[str, Any]:
+    """A refused event's answer."""
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+# --- payload parsing: every field checked for type and range -----------------------------------
+
+def valid_id(value: Any, low: int = 16, high: int = 64) -> bool:
+    """Whether a value is an id of ASCII letters, digits, '_' and '-' of that length."""
+    return (isinstance(value, str) and low <= len(value) <= high
+            and all(c in _ASCII_ID for c in value))
+
+
+def game_id_of(payload: dict) -> str:
+    game_id = payload.get("game")
+    if not valid_id(game_id):
+        raise MatchError("bad_request", "game must be a game id")
+    return game_id
+
+
+def choice(payload: dict, key: str, options: tuple, default: Any = None) -> Any:
+    value = payload.get(key, default)
+    # `type(...) in` keeps True from passing for 1 and 1.0 for 1.
+    if value not in options or type(value) not in {type(o) for o in options}:
+        raise MatchError("bad_request", f"{key} must be one of {', '.join(map(str, options))}")
+    return value
+
+
+def whole(payload: dict, key: str, low: int, high: int) -> int:
+    value = payload.get(key)
+    if type(value) is not int or not low <= value <= high:
+        raise MatchError("bad_request", f"{key} must be a whole number from {low} to {high}")
+    return value
+
+
+def moves_of(payload: dict) -> tuple[int, ...]:
+    moves = payload.get("moves", [])
+    if (not isinstance(moves, list) or len(moves) > 8
+            or any(type(c) is not int or not 0 <= c <= 8 for c in moves)):
+        raise MatchError("bad_request", "moves must be a list of at most 8 cells from 0 to 8")
+    return tuple(moves)
+
+
+def clean_name(value: Any) -> str:
+    """A display name: 1 to 24 characters after trimming, no control characters."""
+    if not isinstance(value, str):
+        raise MatchError("bad_request", "name must be text")
+    name = value.strip()
+    if not 1 <= len(name) <= NAME_LENGTH:
+        raise MatchError("bad_request", f"a name has 1 to {NAME_LENGTH} characters")
+    for char in name:
+        # Control and format characters (bidi overrides among them) are refused; the
+        # zero-width joiner stays, or emoji sequences such as 👩‍💻 could not be names.
+        if unicodedata.category(char)[0] in "CZ" and char != " " and char != "\u200d":
+            raise MatchError("bad_request", "a name cannot hold control characters")
+    return name
+
+
+class Buckets:
+    """Token buckets by key (player, address), bounded in memory."""
+
+    def __init__(self, clock: Callable[[], float], size: int = 50_000) -> None:
+        self._clock = clock
+        self._size = size
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[float, float]] = {}
+
+    def take(self, key: str, per_minute: float) -> bool:
+        if per_minute <= 0:
+            return True
+        now, rate, burst = self._clock(), per_minute / 60, per_minute
+        with self._lock:
+            tokens, then = self._held.get(key, (burst, now))
+            tokens = min(burst, tokens + (now - then) * rate)
+            if tokens < 1:
+                return False
+            if len(self._held) >= self._size and key not in self._held:
+                full = [k for k, (t, s) in self._held.items() if t + (now - s) * rate >= burst]
+                for k in full or list(self._held)[: self._size // 10]:
+                    del self._held[k]
+            self._held[key] = (tokens - 1, now)
+            return True
+
+
+class Table:
+    """Every game's life, decided in one place."""
+
+    def __init__(self, store: Store, presence: Any, clock: Callable[[], float] = time.time,
+                 rng: random.Random | None = None, limits: Limits | None = None,
+                 salt: bytes = b"") -> None:
+        self.store = store
+        self._salt = salt[:64]
+        self.presence = presence
+        self.clock = clock
+        self.rng = rng or random.SystemRandom()  # the AI's dice: nobody can predict them
+        self.limits = limits or Limits()
+        self._creations = Buckets(clock)
+        self._reacted: dict[str, float] = {}
+
+    # --- views -------------------------------------------------------------------------------
+
+    def claimable_in(self, match: Match, role: str) -> float | None:
+        """Seconds until `role` may claim `match`; None when the opponent is here or unseated."""
+        if match.mode != "friend" or match.is_over or role not in SIDES:
+            return None
+        opponent = other(role)
+        if match.seats[opponent] is None or self.presence.online(match.id)[opponent]:
+            return None
+        # Absence counts from the last sighting, or from when the seat could first have
+        # been present: a seat never seen is not "away since the server started".
+        since = max(self.presence.last_seen(match.id, opponent) or 0.0,
+                    match.seated.get(opponent) or match.created)
+        return max(0.0, self.limits.claim_after - (self.clock() - since))
+
+    def view(self, match: Match, role: str) -> dict[str, Any]:
+        """The Game as a receiver in `role` sees it."""
+        return match.view(role, online=self.presence.online(match.id),
+                          claimable_in=self.claimable_in(match, role),
+                          watchers=self.presence.watchers(match.id), now=self.clock())
+
+    @staticmethod
+    def roles(match: Match) -> tuple[str, ...]:
+        """The roles a game can be seen in."""
+        if match.mode == "local":
+            return ("both", "spectator")
+        return (*(m for m in SIDES if match.seats[m] != AI), "spectator")
+
+    def game_pushes(self, match: Match, event: str = "game") -> list[Push]:
+        """The game to everyone who sees it, each role its own view."""
+        return [Push(event, room(match.id, role), self.view(match, role))
+                for role in self.roles(match)]
+
+    def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
+        role = match.role(player)
+        answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
+                                  "you": role, "record": self.store.record(player)}
+        if match.mode == "friend":
+            answer["link"] = f"/g/{match.id}"
+        return answer
+
+    def origin(self, address: str) -> str | None:
+        """A keyed hash of a client address: enough to count by, no address kept."""
+        if not address:
+            return None
+        return hashlib.blake2b(address.encode(), key=self._salt, digest_size=8).hexdigest()
+
+    # --- shared steps ------------------------------------------------------------------------
+
+    def _load(self, game_id: str) -> Match:
+        match = self.store.get(game_id)
+        if match is None:
+            raise MatchError("not_found", "no such game")
+        return match
+
+    def _update(self, game_id: str, change: Callable[[Match], Match | Update]
+                ) -> tuple[Match, Match]:
+        changed = self.store.update(game_id, change)
+        if changed is None:
+            raise MatchError("not_found", "no such game")
+        return changed
+
+    def _player(self, sid: str) -> str:
+        conn = self.presence.connection(sid)
+        if conn is None:  # connect refused it, so a client cannot get here
+            raise MatchError("bad_request", "no session")
+        return conn.player
+
+    def _show(self, sid: str, match: Match, player: str) -> list[Push]:
+        """Make the connection show `match`; pushes for the games whose presence changed."""
+        pushes: list[Push] = []
+        for game_id in self.presence.attach(sid, match):
+            changed = match if game_id == match.id else self.store.get(game_id)
+            if changed:
+                pushes += self.game_pushes(changed)
+        self.store.set_current(player, match.id)
+        return pushes
+
+    def _enter(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+        pushes = self._show(sid, match, player)
+        return Reply(self._seated(match, player, **extra), pushes,
+                     show=room(match.id, match.role(player)))
+
+    def _changed(self, after: Match, credits: tuple = ()) -> list[Push]:
+        """The pushes for a change: the views, and the records it credited."""
+        pushes = self.game_pushes(after)
+        for who in sorted({c[0] for c in credits}):
+            pushes.append(Push("record", player_room(who), self.store.record(who)))
+        return pushes
+
+    @staticmethod
+    def _credits(before: Match, after: Match) -> tuple[tuple[str, str, str], ...]:
+        return tuple(results(before, after))
+
+    # --- connections -------------------------------------------------------------------------
+
+    def connect(self, sid: str, player: str, address: str = "", burst: float = 40) -> bool:
+        """Whether a new connection of this player is accepted."""
+        if not valid_id(player, 22, 22):
+            return False
+        return self.presence.connect(sid, player, burst, address)
+
+    def disconnect(self, sid: str) -> list[Push]:
+        """A connection went away: the games whose presence changed."""
+        pushes: list[Push] = []
+        for game_id in self.presence.disconnect(sid):
+            match = self.store.get(game_id)
+            if match:
+                pushes += self.game_pushes(match)
+        return pushes
+
+    # --- events ------------------------------------------------------------------------------
+
+    def new_game(self, sid: str, payload: dict) -> Reply:
+        mode = choice(payload, "mode", MODES)
+        you = choice(payload, "you", SIDES) if mode != "local" else "X"
+        level = choice(payload, "level", AI_LEVELS) if mode == "ai" else None
+        clock = choice(payload, "clock", (None, *CLOCKS))
+        choice(payload, "variant", ("classic",), "classic")
+        moves = moves_of(payload)
+        player = self._player(sid)
+        conn = self.presence.connection(sid)
+        per_minute = self.limits.creations_per_minute
+        if not (self._creations.take(f"p:{player}", per_minute)
+                and self._creations.take(f"a:{conn.address}", per_minute)):
+            raise MatchError("rate_limited", "too many new games at once: wait a moment")
+        name = self.store.name(player) if mode != "local" else None
+        match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
+                       moves=moves, clock=clock, name=name, origin=self.origin(conn.address))
+        limits = self.limits
+        try:
+            self.store.create(match, Caps(limits.live_per_player, limits.live_total,
+                                          limits.live_per_address))
+        except CapReached as cap:
+            raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
+                             else "the server is full; try again in a moment") from None
+        return self._enter(sid, match, player)
+
+    def join(self, sid: str, payload: dict) -> Reply:
+        player = self._player(sid)
+        if "game" in payload:
+            match = self._load(game_id_of(payload))
+            if (match.mode == "friend" and match.role(player) == "spectator"
+                    and not match.is_over and None in match.seats.values()):
+                name = self.store.name(player)
+                _, match = self._update(match.id,
+                                        lambda m: take_seat(m, player, self.clock(), name))
+        else:
+            current = self.store.current(player)
+            match = self.store.get(current) if current else None
+            if match is None:
+                return Reply({"ok": True, "game": None, "you": "spectator",
+                              "record": self.store.record(player)})
+        return self._enter(sid, match, player)
+
+    def move(self, sid: str, payload: dict) -> Reply:
+        game_id = game_id_of(payload)
+        cell = whole(payload, "cell", 0, 8)
+        version = whole(payload, "version", 0, 9) if "version" in payload else None
+        player = self._player(sid)
+        played: list[Match] = []
+        late: list[bool] = []
+
+        def change(match: Match) -> Update:
+            now = self.clock()
+            if expired(match, now):  # the clock ran out first: that is what lands
+                late.append(True)
+                return Update(time_out(match, now))
+            played.append(play(match, player, cell, now, version))
+            after = ai_reply(played[-1], self.rng, now)
+            return Update(after, self._credits(match, after))
+
+        before, after = self._update(game_id, change)
+        credits = self._credits(before, after)
+        pushes = self._changed(after, credits)
+        if late:
+            return Reply(refusal("game_over", "your time ran out"), pushes)
+        role = after.role(player)
+        answer: dict[str, Any] = {"ok": True, "game": self.view(after, role)}
+        if played[-1].rev != after.rev:
+            answer["played"] = self.view(played[-1], role)
+        if credits:
+            answer["record"] = self.store.record(player)
+        return Reply(answer, pushes)
+
+    def analyze(self, sid: str, payload: dict) -> Reply:
+        match = self._load(game_id_of(payload))
+        if match.mode == "friend" and not match.is_over:
+            raise MatchError("not_allowed", "no analysis while a game against a friend is on")
+        ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
+        board = match.board if ply is None else Board.from_moves(match.moves[:ply])
+        answer = {"ok": True, "analysis": analysis.analyze(board), "version": len(match.moves),
+                  "ply": len(match.moves) if ply is None else ply}
+        if match.is_over:
+            answer.update(analysis.review(match.moves))
+        return Reply(answer)
+
+    def hint(self, sid: str, payload: dict) -> Reply:
+        player = self._player(sid)
+        before, match = self._update(game_id_of(payload), lambda m: hint(m, player, self.clock()))
+        pushes = self.game_pushes(match) if match.rev != before.rev else []
+        return Reply({"ok": True, "game": self.view(match, match.role(player)),
+                      "best": analysis.analyze(match.board)["best"]}, pushes)
+
+    def rematch(self, sid: str, payload: dict) -> Reply:
+        game_id = game_id_of(payload)
+        player = self._player(sid)
+        old = self._load(game_id)
+        role = old.role(player)
+        if role == "spectator":
+            raise MatchError("spectator", "only the players can start a rematch")
+        if old.rematch_id is None and old.mode == "friend" and old.offer != other(role):
+            before, offered = self._update(game_id, lambda m: offer_rematch(m, player,
+                                                                            self.clock()))
+            if offered.rematch_id is None:
+                pushes = self.game_pushes(offered) if offered.rev != before.rev else []
+                return Reply({"ok": True, "started": False,
+                              "game": self.view(offered, role)}, pushes)
+            old = offered  # the opponent's acceptance got in first
+        if old.rematch_id is None:
+            if self.store.count_live(player) >= self.limits.live_per_player:
+                raise MatchError("not_allowed", "you have too many unfinished games")
+
+            def change(match: Match) -> Match | Update:
+                if match.rematch_id:  # someone else's rematch got in first: keep theirs
+                    return match
+                marked, fresh = rematch(match, player, self.clock(), self.rng)
+                return Update(marked, create=fresh)
+
+            _, old = self._update(game_id, change)
+        assert old.rematch_id is not None
+        fresh = self._load(old.rematch_id)
+        reply = self._enter(sid, fresh, player, started=True)
+        # Everyone who saw the old game follows: each side now sits at the other.
+        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
+        for seen in self.roles(old):
+            reply.pushes.append(Push("rematch", room(old.id, seen), {
+                "from": old.id, "game": self.view(fresh, swap[seen])}))
+        return reply
+
+    def decline(self, sid: str, payload: dict) -> Reply:
+        player = self._player(sid)
+        _, match = self._update(game_id_of(payload), lambda m: decline(m, player, self.clock()))
+        return Reply({"ok": True, "game": self.view(match, match.role(player))},
+                     self.game_pushes(match))
+
+    def _end(self, sid: str, payload: dict, change: Callable[[Match, str, float], Match]
+             ) -> Reply:
+        player = self._player(sid)
+
+        def ending(match: Match) -> Update:
+            after = change(match, player, self.clock())
+            return Update(after, self._credits(match, after))
+
+        before, match = self._update(game_id_of(payload), ending)
+        credits = self._credits(before, match)
+        answer: dict[str, Any] = {"ok": True, "game": self.view(match, match.role(player))}
+        if credits:
+            answer["record"] = self.store.record(player)
+        return Reply(answer, self._changed(match, credits))
+
+    def resign(self, sid: str, payload: dict) -> Reply:
+        return self._end(sid, payload, resign)
+
+    def abort(self, sid: str, payload: dict) -> Reply:
+        return self._end(sid, payload, abort)
+
+    def claim(self, sid: str, payload: dict) -> Reply:
+        game_id = game_id_of(payload)
+        player = self._player(sid)
+        match = self._load(game_id)
+        waited = self.claimable_in(match, match.role(player))
+        return self._end(sid, payload, lambda m, p, now: claim(m, p, waited, now))
+
+    def set_name(self, sid: str, payload: dict) -> Reply:
+        name = clean_name(payload.get("name"))
+        player = self._player(sid)
+        self.store.set_name(player, name)
+        pushes: list[Push] = []
+        conn = self.presence.connection(sid)
+        shown = [conn.game] if conn and conn.game else []
+        for game_id in dict.fromkeys([*self.store.live_games(player), *shown]):
+            changed = self.store.update(game_id, lambda m: rename(m, player, name, self.clock()))
+            if changed and changed[1].rev != changed[0].rev:
+                pushes += self.game_pushes(changed[1])
+        return Reply({"ok": True, "name": name}, pushes)
+
+    def react(self, sid: str, payload: dict) -> Reply:
+        reaction = choice(payload, "reaction", REACTIONS)
+        match = self._load(game_id_of(payload))
+        player = self._player(sid)
+        role = match.role(player)
+        if role == "spectator":
+            raise MatchError("spectator", "only the players can react")
+        if match.mode != "friend":
+            raise MatchError("not_allowed", "reactions are for games against a friend")
+        now = self.clock()
+        if now - self._reacted.get(player, float("-inf")) < self.limits.reaction_every:
+            raise MatchError("rate_limited", "one reaction a second")
+        if len(self._reacted) > 10_000:
+            self._reacted = {p: t for p, t in self._reacted.items()
+                             if now - t < self.limits.reaction_every}
+        self._reacted[player] = now
+        push = {"game": match.id, "from": role, "reaction": reaction}
+        return Reply({"ok": True}, [Push("reaction", room(match.id, seen), push, False)
+                                    for seen in self.roles(match)])
+
+    # --- the server's own moves -------------------------------------------------------------
+
+    def tick(self) -> list[Push]:
+        """End the timed games whose clock ran out; the pushes that says so."""
+        pushes: list[Push] = []
+        for game_id in self.store.due(self.clock()):
+            changed = self.store.update(game_id, lambda m: time_out(m, self.clock()))
+            if changed and changed[1].rev != changed[0].rev:
+                pushes += self.game_pushes(changed[1])
+        return pushes
+
+    EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
+              "abort", "claim", "set_name", "react")
+
+    def handle(self, event: str, sid: str, payload: Any) -> Reply:
+        """Run one client event: refusals are answers, never exceptions."""
+        if event not in self.EVENTS:
+            return Reply(refusal("bad_request", "unknown event"))
+        if not isinstance(payload, dict):
+            return Reply(refusal("bad_request", "the payload must be an object"))
+        try:
+            return getattr(self, event)(sid, payload)
+        except MatchError as error:
+            return Reply(refusal(error.code, error.message))
