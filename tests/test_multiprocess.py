@@ -128,3 +128,23 @@ def test_redis_outage_fails_health_and_recovers_on_its_own(tmp_path):
         close_all([player])
         server.stop()
         redis.stop()
+
+
+def test_a_timed_game_ends_once_with_the_clock_running_in_both_processes(two_servers):
+    (one, two), remote = two_servers
+    alice, bob, carol = remote(one), remote(two), remote(two)
+    game = alice.call("new_game", {"mode": "friend", "you": "X", "clock": 10})["game"]
+    assert bob.call("join", {"game": game["id"]})["game"]["time_left"] > 9
+    carol.call("join", {"game": game["id"]})
+    assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
+    ended = {}
+    for who in (alice, bob, carol):  # nobody sends anything: a process ends it
+        ended[id(who)] = who.wait_for("game", lambda g: g["status"] == "won", timeout=25)
+        assert ended[id(who)]["reason"] == "time" and ended[id(who)]["winner"] == "X"
+    # A later push that every client sees: by then any second ending would have arrived.
+    assert alice.call("react", {"game": game["id"], "reaction": "gg"})["ok"]
+    for who in (alice, bob, carol):
+        who.wait_for("reaction", lambda r: r["reaction"] == "gg")
+        assert len([g for g in who.pushed("game") if g["status"] == "won"]) == 1
+    final = bob.call("join", {"game": game["id"]})["game"]
+    assert final["moves"] == [4] and final["reason"] == "time"
