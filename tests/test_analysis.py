@@ -12,7 +12,7 @@ from ttt.rules import Board, CellOccupied, GameOver, InvalidCell
 
 def test_analyze_has_exactly_the_documented_shape():
     answer = analysis.analyze(Board.parse("XX.OO...."))
-    assert set(answer) == {"turn", "moves", "best"}
+    assert set(answer) == {"turn", "moves", "best", "advice"}
     assert isinstance(answer["moves"], list) and isinstance(answer["best"], list)
     for move in answer["moves"]:
         assert set(move) == {"cell", "result", "plies"}
@@ -34,6 +34,8 @@ def test_analyze_x_to_move_with_an_immediate_win():
             {"cell": 8, "result": "loss", "plies": 2},
         ],
         "best": [2],
+        "advice": "Play the top right (the bottom left, the bottom right or the bottom "
+                  "would lose).",
     }
 
 
@@ -52,7 +54,25 @@ def test_analyze_o_to_move_must_block():
             {"cell": 8, "result": "loss", "plies": 2},
         ],
         "best": [2],
+        "advice": "Play the top right (the bottom left, the bottom right or any edge but the top "
+                  "would lose).",
     }
+
+
+def test_advice_names_the_few_best_squares_or_else_the_ones_to_avoid():
+    assert analysis.analyze(Board())["advice"] == "Every square is as good as the others here."
+    assert analysis.analyze(Board.from_moves([4]))["advice"] == (
+        "Play any corner (any edge would lose).")
+    # X top left, O centre, X bottom right: six squares draw, the two other corners lose.
+    assert analysis.analyze(Board.from_moves([0, 4, 8]))["advice"] == (
+        "Most squares are fine; avoid the top right or the bottom left: that would lose.")
+
+
+def test_cells_in_few_words():
+    assert analysis.cells_words([0, 2, 6, 8]) == "any corner"
+    assert analysis.cells_words([1, 3, 5]) == "any edge but the bottom"
+    assert analysis.cells_words([4, 0]) == "the centre or the top left"
+    assert analysis.cells_words([4, 0, 2]) == "the centre, the top left or the top right"
 
 
 def test_analyze_a_fork_is_a_win_in_three_plies():
@@ -80,7 +100,7 @@ def test_analyze_the_empty_board_every_move_draws_in_nine():
 
 def test_analyze_a_finished_board_has_no_moves():
     for text in ("XXXOO....", "XOXXOOOXX"):
-        assert analysis.analyze(Board.parse(text)) == {"turn": None, "moves": [], "best": []}
+        assert analysis.analyze(Board.parse(text))["moves"] == []
 
 
 # --- first mistakes -------------------------------------------------------------------------------
@@ -160,14 +180,17 @@ def test_mistake_describes_itself_and_serialises():
     mistake = analysis.first_mistakes([0, 4, 1, 2, 3, 6])["X"]
     assert mistake is not None
     text = mistake.describe()
-    assert text == "X's move 3 (left) turned a draw into a loss; the best was the bottom left."
+    # One numbering everywhere: the move list's (ply + 1), as the review caption counts.
+    assert text == "Move 5, X left, turned a draw into a loss; better was the bottom left."
     assert mistake.to_json() == {
         "side": "X",
         "ply": 4,
+        "move": 5,
         "cell": 3,
         "before": "draw",
         "after": "loss",
         "best": [6],
+        "better": "the bottom left",
         "text": text,
     }
 

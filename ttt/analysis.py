@@ -10,6 +10,28 @@ from ttt.players import tree
 from ttt.rules import CELL_NAMES, FULL, Board, canonical_key
 
 RESULT_RANK = {"loss": 0, "draw": 1, "win": 2}
+KINDS = (("corner", (0, 2, 6, 8)), ("edge", (1, 3, 5, 7)))
+
+
+def cells_words(cells: list[int] | tuple[int, ...]) -> str:
+    """Squares in few words: "the centre", "any corner", "any edge but the top", "the top"."""
+    rest = sorted(set(cells))
+    parts: list[str] = []
+    if 4 in rest:
+        parts.append("the centre")
+        rest.remove(4)
+    for kind, group in KINDS:
+        chosen = [c for c in group if c in rest]
+        missing = [c for c in group if c not in rest]
+        if len(chosen) == 4:
+            parts.append(f"any {kind}")
+        elif len(chosen) == 3:
+            parts.append(f"any {kind} but the {CELL_NAMES[missing[0]]}")
+        else:
+            parts += [f"the {CELL_NAMES[c]}" for c in chosen]
+    if len(parts) <= 2:
+        return " or ".join(parts)
+    return ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 def analyze(board: Board) -> dict:
@@ -19,7 +41,24 @@ def analyze(board: Board) -> dict:
         {"cell": cell, "result": solver.result_of(s), "plies": solver.plies_of(s, empty)}
         for cell, s in solver.move_scores(board).items()
     ]
-    return {"turn": board.turn, "moves": moves, "best": list(solver.best_moves(board))}
+    best = list(solver.best_moves(board))
+    losing = [m["cell"] for m in moves if m["result"] == "loss"]
+    return {"turn": board.turn, "moves": moves, "best": best, "advice": advice(best, losing,
+                                                                               len(moves))}
+
+
+def advice(best: list[int], losing: list[int], legal: int) -> str:
+    """A hint that teaches: the best squares when they are few, else the ones to avoid."""
+    if not legal:
+        return ""
+    if len(best) == legal:
+        return "Every square is as good as the others here."
+    if len(best) <= 2 or len(best) <= len(losing):
+        loses = f" ({cells_words(losing)} would lose)" if losing else ""
+        return f"Play {cells_words(best)}{loses}."
+    if not losing:
+        return f"Play {cells_words(best)}: the other squares only draw."
+    return f"Most squares are fine; avoid {cells_words(losing)}: that would lose."
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +73,15 @@ class Mistake:
     best: tuple[int, ...]  # the moves that would have kept `before`
 
     def describe(self) -> str:
-        """One sentence for people."""
-        options = " or ".join(f"the {CELL_NAMES[c]}" for c in self.best)
-        return (f"{self.side}'s move {self.ply // 2 + 1} ({CELL_NAMES[self.cell]}) turned a "
-                f"{self.before} into a {self.after}; the best was {options}.")
+        """One sentence for people, numbering moves as the move list does (1, 2, 3 …)."""
+        return (f"Move {self.ply + 1}, {self.side} {CELL_NAMES[self.cell]}, turned a "
+                f"{self.before} into a {self.after}; better was {cells_words(self.best)}.")
 
     def to_json(self) -> dict:
         """A plain dict for the wire."""
-        return {"side": self.side, "ply": self.ply, "cell": self.cell, "before": self.before,
-                "after": self.after, "best": list(self.best), "text": self.describe()}
+        return {"side": self.side, "ply": self.ply, "move": self.ply + 1, "cell": self.cell,
+                "before": self.before, "after": self.after, "best": list(self.best),
+                "better": cells_words(self.best), "text": self.describe()}
 
 
 def first_mistakes(moves: list[int] | tuple[int, ...]) -> dict[str, Mistake | None]:

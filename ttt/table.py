@@ -394,8 +394,9 @@ class Table:
         player = self._player(sid)
         before, match = self._update(game_id_of(payload), lambda m: hint(m, player, self.clock()))
         pushes = self.game_pushes(match) if match.rev != before.rev else []
+        judged = analysis.analyze(match.board)
         return Reply({"ok": True, "game": self.view(match, match.role(player)),
-                      "best": analysis.analyze(match.board)["best"]}, pushes)
+                      "best": judged["best"], "advice": judged["advice"]}, pushes)
 
     def rematch(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
