@@ -68,7 +68,7 @@ class Person:
 
 
 def pushed(reply, role_room: str, event: str = "game"):
-    found = [p.payload for p in reply.pushes if p.room == role_room and p.event == event]
+    found = [p.body() for p in reply.pushes if p.room == role_room and p.event == event]
     assert found, [(p.event, p.room) for p in reply.pushes]
     return found[-1]
 
@@ -234,7 +234,7 @@ def test_a_rematch_offer_is_accepted_by_the_other_player_only(table):
     new = accepted.answer["game"]
     assert new["seats"] == {"X": "human", "O": "human"} and new["score"] == {
         "X": 1, "O": 0, "draws": 0}  # Ben won as O and now sits at X
-    follow = {p.room: p.payload for p in accepted.pushes if p.event == "rematch"}
+    follow = {p.room: p.body() for p in accepted.pushes if p.event == "rematch"}
     assert follow[room(gid, "O")]["game"]["you"] == "X"
     assert follow[room(gid, "spectator")]["game"]["you"] == "spectator"
     assert follow[room(gid, "X")]["from"] == gid
@@ -299,7 +299,7 @@ def test_the_clock_waits_for_the_second_player_then_ends_the_game_by_itself(tabl
     assert table.tick() == []
     clock.now += 0.1
     pushes = table.tick()
-    views = {p.room: p.payload for p in pushes}
+    views = {p.room: p.body() for p in pushes}
     assert views[room(gid, "O")]["winner"] == "O" and views[room(gid, "O")]["reason"] == "time"
     assert room(gid, "spectator") in views
     assert table.tick() == []  # ended once

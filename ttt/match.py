@@ -168,10 +168,10 @@ class Match:
 
     # --- the wire ---------------------------------------------------------------------------
 
-    def public(self, online: dict[str, bool] | None = None) -> dict[str, Any]:
-        """The version 1 Game object (never a player id)."""
+    @cached_property
+    def _wire(self) -> dict[str, Any]:
+        """The version 1 fields that do not depend on who looks or who is online."""
         outcome = self.board.outcome()
-        online = online or {"X": False, "O": False}
         return {
             "id": self.id,
             "mode": self.mode,
@@ -185,12 +185,17 @@ class Match:
             "line": list(outcome.line) if outcome and outcome.line and not self.finish else None,
             "moves": list(self.moves),
             "seats": {m: _seat_kind(self.seats[m]) for m in SIDES},
-            "online": {m: True if self.seats[m] == AI else bool(online.get(m)) for m in SIDES},
             "version": len(self.moves),
             "hints": dict(self.hints),
             "rematch": self.rematch_id,
             "start": self.start,
         }
+
+    def public(self, online: dict[str, bool] | None = None) -> dict[str, Any]:
+        """The version 1 Game object (never a player id)."""
+        online = online or {"X": False, "O": False}
+        return {**self._wire,
+                "online": {m: True if self.seats[m] == AI else bool(online.get(m)) for m in SIDES}}
 
     def view(self, role: str, *, online: dict[str, bool], claimable_in: float | None,
              watchers: int, now: float) -> dict[str, Any]:

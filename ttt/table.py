@@ -9,6 +9,7 @@ the web layer only turns a Reply into emits.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import threading
@@ -67,12 +68,19 @@ class Limits:
 
 @dataclass
 class Push:
-    """One emit: an event and its payload to a room."""
+    """One emit: an event and its payload to a room.
+
+    A payload may be a function that builds it, so nothing is built for a room nobody is in.
+    """
 
     event: str
     room: str
-    payload: dict[str, Any]
+    payload: dict[str, Any] | Callable[[], dict[str, Any]]
     skip_sender: bool = True
+
+    def body(self) -> dict[str, Any]:
+        """The payload, built if it was deferred."""
+        return self.payload() if callable(self.payload) else self.payload
 
 
 @dataclass
@@ -221,9 +229,9 @@ class Table:
             return ("both", "spectator")
         return (*(m for m in SIDES if match.seats[m] != AI), "spectator")
 
-    def game_pushes(self, match: Match, event: str = "game") -> list[Push]:
-        """The game to everyone who sees it, each role its own view."""
-        return [Push(event, room(match.id, role), self.view(match, role))
+    def game_pushes(self, match: Match) -> list[Push]:
+        """The game to everyone who sees it, each role its own view (built when sent)."""
+        return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
                 for role in self.roles(match)]
 
     def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
@@ -280,7 +288,8 @@ class Table:
         """The pushes for a change: the views, and the records it credited."""
         pushes = self.game_pushes(after)
         for who in sorted({c[0] for c in credits}):
-            pushes.append(Push("record", player_room(who), self.store.record(who)))
+            pushes.append(Push("record", player_room(who),
+                               functools.partial(self.store.record, who)))
         return pushes
 
     @staticmethod
@@ -430,8 +439,8 @@ class Table:
         # Everyone who saw the old game follows: each side now sits at the other.
         swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
         for seen in self.roles(old):
-            reply.pushes.append(Push("rematch", room(old.id, seen), {
-                "from": old.id, "game": self.view(fresh, swap[seen])}))
+            reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
+                lambda role: {"from": old.id, "game": self.view(fresh, role)}, swap[seen])))
         return reply
 
     def decline(self, sid: str, payload: dict) -> Reply:

@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import current_app, request, session
 from flask_socketio import SocketIO, join_room, leave_room, rooms
+from socketio import PubSubManager
 
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
@@ -17,10 +18,20 @@ log = logging.getLogger("ttt.events")
 
 
 def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = None) -> None:
-    """Send each push to its room (skipping the sender, who has the answer, where it says so)."""
+    """Send each push to its room (skipping the sender, who has the answer, where it says so).
+
+    With one process and no message queue, a room with nobody else in it gets nothing: its
+    payload is never even built (an AI game's spectator room, a player's only tab).
+    """
+    server = socketio.server
+    local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
     for push in pushes:
-        socketio.emit(push.event, push.payload, to=push.room,
-                      skip_sid=sender if push.skip_sender else None)
+        skip = sender if push.skip_sender else None
+        if local:
+            members = server.manager.rooms.get("/", {}).get(push.room, {})
+            if not members or (skip is not None and len(members) == 1 and skip in members):
+                continue
+        socketio.emit(push.event, push.body(), to=push.room, skip_sid=skip)
 
 
 def client_address(trusted: frozenset[str]) -> str:
