@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test lint bench bench-deploy load system clean
+.PHONY: run test lint bench bench-deploy bench-server capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -41,7 +41,16 @@ bench: $(STAMP)
 
 # 200 python-socketio players for 30 s against a fresh server; exit 1 on any lost move.
 load: $(STAMP)
-	$(PY) -m ttt.load
+	$(PY) -m bench.load $(ARGS)
+
+# The game server against a bare echo server, threading and gunicorn + gevent (issue 15).
+# Extra options through ARGS, e.g. make bench-server ARGS="--only gevent --json".
+bench-server: $(STAMP)
+	$(PY) scripts/bench_server.py $(ARGS)
+
+# Players at human pace (1-3 s per move) on one process until the p99 passes 100 ms.
+capacity: $(STAMP)
+	$(PY) -m bench.capacity $(ARGS)
 
 # gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
 bench-deploy: $(STAMP) system

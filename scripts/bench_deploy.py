@@ -1,4 +1,4 @@
-"""Measure the production set-ups side by side with `ttt.load` (loopback only, bounded).
+"""Measure the production set-ups side by side with `bench.load` (loopback only, bounded).
 
     python scripts/bench_deploy.py [--clients 200] [--seconds 20]
 
@@ -13,58 +13,30 @@ Needs redis-server and the `prod` extra (gunicorn, gevent). Prints a Markdown ta
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PY = sys.executable
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} never became healthy")
+from bench.common import (  # noqa: E402 - after the path set-up above
+    PY,
+    ROOT,
+    children,
+    free_port,
+    peak_rss_kib,
+    wait_healthy,
+)
+from bench.load import run as run_load  # noqa: E402
 
 
 def peak_rss_mib(pids: list[int]) -> float:
     """Peak resident memory of these processes and their children (VmHWM), MiB."""
-    total = 0
-    for pid in pids:
-        for task in [pid, *_children(pid)]:
-            try:
-                for line in Path(f"/proc/{task}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1])
-            except OSError:
-                pass
-    return round(total / 1024, 1)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    return round(sum(peak_rss_kib(task) or 0 for pid in pids
+                     for task in [pid, *children(pid)]) / 1024, 1)
 
 
 def start(kind: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -79,15 +51,14 @@ def start(kind: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
         env = {**env, "TTT_ASYNC_MODE": "gevent" if kind == "gevent" else "threading"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_healthy(url)
+    if not wait_healthy(url, 30, proc):
+        proc.kill()
+        raise RuntimeError(f"{kind} on {url} never became healthy")
     return proc, url
 
 
 def load(urls: list[str], clients: int, seconds: float) -> dict:
-    out = subprocess.run([PY, "-m", "ttt.load", "--url", ",".join(urls), "--clients",
-                          str(clients), "--seconds", str(seconds), "--json", "--seed", "1"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=seconds + 300)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_load(clients, seconds, 0.1, ",".join(urls), seed=1)
 
 
 def measure(label: str, kinds: list[str], env: dict[str, str], clients: int,

@@ -1,6 +1,6 @@
 """The load benchmark as a test: many clients, drops and reconnects, and nothing lost.
 
-Timing is reported by `python -m ttt.load`, never asserted here.
+Timing is reported by `python -m bench.load`, never asserted here.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def open_file_headroom():
 
 
 def run_load(*args: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict]:
-    result = subprocess.run([sys.executable, "-m", "ttt.load", *args, "--json"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "bench.load", *args, "--json"], cwd=ROOT,
                             capture_output=True, text=True, timeout=timeout,
                             stdin=subprocess.DEVNULL)
     assert result.stdout.strip(), result.stderr[-3000:]
@@ -67,7 +67,7 @@ def test_against_a_running_server_with_a_rate_limit(live_server):
 @pytest.mark.parametrize("args", [["--clients", "0"], ["--drop", "2"], ["--seconds", "-1"],
                                   ["--clients", "many"]])
 def test_bad_arguments_exit_2_with_one_line(args):
-    result = subprocess.run([sys.executable, "-m", "ttt.load", *args], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "bench.load", *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

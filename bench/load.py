@@ -1,9 +1,11 @@
 """A load benchmark: many python-socketio players against one server, and a consistency audit.
 
-    python -m ttt.load [--clients 200] [--seconds 30] [--drop 0.1] [--url URL] [--json]
+    python -m bench.load [--clients 200] [--seconds 30] [--drop 0.1] [--url URL]
+                         [--server-root PATH] [--json]
 
 Without --url it starts its own server (`python app.py` on a free loopback port, a temporary
-SQLite store, no rate limit) and reports that process's peak memory. Each client is one player
+SQLite store, no rate limit; from --server-root, default this tree) and reports that process's
+peak memory. Each client is one player
 (its own cookie from GET /) on a websocket, playing whole games against the AI (random level,
 random side, random legal moves, each sent with its `version`) until the time is up. A fraction
 of the clients (--drop) disconnects once in the middle of a game, half of them with a move still
@@ -21,108 +23,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
-import secrets
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, NoReturn
 
+from bench.common import ROOT, ServerProcess, connect_sync, fetch_cookie, percentile
 from ttt.rules import Board
 
-ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("easy", "medium", "hard", "perfect")
 CALL_TIMEOUT = 10.0     # one event's answer; longer counts as a failed call
 CONNECT_TIMEOUT = 30.0  # for all clients to connect before the clock starts
 GRACE = 30.0            # after the time is up: finishing calls, auditing, closing
-
-
-# --- the server under test ---------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class OwnServer:
-    """`python app.py` on a free loopback port with a throwaway SQLite store."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="ttt-load-")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = Path(self.dir.name) / "server.log"
-        self.proc: subprocess.Popen | None = None
-        self.peak_kib: int | None = None
-        self.open_fds: int | None = None
-
-    def start(self, timeout: float = 30) -> OwnServer:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TTT_RATE_LIMIT": "0",
-               "TTT_STORE": f"sqlite:///{Path(self.dir.name) / 'load.sqlite3'}",
-               "TTT_SECRET_KEY": secrets.token_hex(16)}
-        env.pop("TTT_MESSAGE_QUEUE", None)
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(ROOT / "app.py"), "--host", "127.0.0.1",
-                 "--port", str(self.port)],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited with status {self.proc.returncode}:\n"
-                                   + self.log.read_text(errors="replace")[-2000:])
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as answer:
-                    if answer.status == 200:
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("the server did not become healthy")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def read_peak(self) -> None:
-        """The process's peak resident memory so far (VmHWM, KiB) and its open files now."""
-        if not self.alive():
-            return
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    self.peak_kib = int(line.split()[1])
-            self.open_fds = len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-        except OSError:
-            pass
-
-    def tracebacks(self) -> int:
-        try:
-            return self.log.read_text(errors="replace").count("Traceback")
-        except OSError:
-            return 0
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.dir.cleanup()
 
 
 # --- one player --------------------------------------------------------------------------------
@@ -207,20 +124,13 @@ class Client:
     # --- the wire ---
 
     def fetch_cookie(self) -> None:
-        with urllib.request.urlopen(self.base + "/", timeout=CALL_TIMEOUT) as answer:
-            jar = SimpleCookie()
-            for header in answer.headers.get_all("Set-Cookie") or []:
-                jar.load(header)
-        if "session" not in jar:
-            raise Failed("GET / set no session cookie")
-        self.cookie = jar["session"].value
+        try:
+            self.cookie = fetch_cookie(self.base, timeout=CALL_TIMEOUT)
+        except ConnectionError as error:
+            raise Failed(str(error)) from error
 
     def connect(self) -> None:
-        import socketio
-
-        self.sio = socketio.Client(reconnection=False)
-        self.sio.connect(self.base, headers={"Cookie": f"session={self.cookie}"},
-                         transports=["websocket"], wait_timeout=CALL_TIMEOUT)
+        self.sio = connect_sync(self.base, self.cookie, timeout=CALL_TIMEOUT)
 
     def close(self) -> None:
         if self.sio is not None and self.sio.connected:
@@ -438,15 +348,9 @@ class Client:
 
 # --- the run -----------------------------------------------------------------------------------
 
-def percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def run(clients: int, seconds: float, drop: float, url: str | None, seed: int | None) -> dict:
-    server = None if url else OwnServer().start()
+def run(clients: int, seconds: float, drop: float, url: str | None, seed: int | None,
+        server_root: Path = ROOT) -> dict:
+    server = None if url else ServerProcess("game", "threading", root=server_root).start()
     # Several comma-separated URLs: processes sharing one store, as behind a sticky front;
     # each client stays on one of them (round robin), as ip_hash would keep it.
     bases = [u.rstrip("/") for u in (url or server.url).split(",")]
@@ -477,8 +381,8 @@ def run(clients: int, seconds: float, drop: float, url: str | None, seed: int | 
         for thread in threads:  # closing: each disconnect waits ~3 s, all in parallel
             thread.join(max(0.0, hard_stop + 10 - time.monotonic()))
         hung = sum(1 for e in done if not e.is_set())
-        if server:
-            server.read_peak()
+        peak_kib = server.peak_kib() if server else None
+        open_files = server.open_fds() if server else None
         server_alive = server.alive() if server else None
         tracebacks = server.tracebacks() if server else None
     finally:
@@ -518,9 +422,8 @@ def run(clients: int, seconds: float, drop: float, url: str | None, seed: int | 
         "games_started": totals.games,
         "games_completed": totals.completed,
         "outcomes": dict(sorted(totals.outcomes.items())),
-        "server_peak_rss_mib": round(server.peak_kib / 1024, 1)
-        if server and server.peak_kib else None,
-        "server_open_files_at_end": server.open_fds if server else None,
+        "server_peak_rss_mib": round(peak_kib / 1024, 1) if peak_kib else None,
+        "server_open_files_at_end": open_files,
         "server_alive_at_end": server_alive,
         "server_tracebacks": tracebacks,
     }
@@ -557,7 +460,7 @@ def print_report(report: dict) -> None:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"ttt.load: error: {message}\n")
+        self.exit(2, f"bench.load: error: {message}\n")
 
 
 def _count(text: str) -> int:
@@ -582,7 +485,7 @@ def _seconds(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m ttt.load", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m bench.load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=_count, default=200, help="players (default 200)")
     parser.add_argument("--seconds", type=_seconds, default=30.0, help="play time (default 30)")
     parser.add_argument("--drop", type=_fraction, default=0.1,
@@ -590,12 +493,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="an already running server, or several comma-separated "
                         "processes sharing one store; default: start one")
     parser.add_argument("--seed", type=int, help="the clients' random seed")
+    parser.add_argument("--server-root", type=Path, default=ROOT,
+                        help="the source tree of the server to start (e.g. a git worktree)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
-        report = run(args.clients, args.seconds, args.drop, args.url, args.seed)
+        report = run(args.clients, args.seconds, args.drop, args.url, args.seed,
+                     args.server_root)
     except (RuntimeError, OSError) as error:
-        print(f"ttt.load: {error}", file=sys.stderr)
+        print(f"bench.load: {error}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(report), flush=True)
