@@ -1,7 +1,8 @@
-// Settings (mode, side, level) kept as preferences, and the game buttons.
+// Settings (mode, side, level, clock) kept as preferences, and the New game button.
 
 const STORAGE_KEY = "ttt.preferences";
-const DEFAULTS = Object.freeze({ mode: "ai", you: "X", level: "perfect" });
+// clock: seconds a move in a friend game, "0" for untimed; the choices are the form's.
+const DEFAULTS = Object.freeze({ mode: "ai", you: "X", level: "perfect", clock: "0" });
 const CHOICES = {
   mode: ["ai", "local", "friend"],
   you: ["X", "O"],
@@ -13,6 +14,7 @@ function valid(settings) {
   for (const [name, allowed] of Object.entries(CHOICES)) {
     if (allowed.includes(settings?.[name])) clean[name] = settings[name];
   }
+  if (/^[0-9]{1,3}$/.test(settings?.clock ?? "")) clean.clock = settings.clock;
   return clean;
 }
 
@@ -34,24 +36,25 @@ export function savePreferences(settings) {
 }
 
 /** What new_game is sent for these settings. */
-export function newGamePayload({ mode, you, level }) {
+export function newGamePayload({ mode, you, level, clock }) {
   if (mode === "ai") return { mode, you, level };
-  if (mode === "friend") return { mode, you };
+  if (mode === "friend") return Number(clock) > 0 ? { mode, you, clock: Number(clock) } : { mode, you };
   return { mode: "local" };
 }
 
-/** Wire the settings form and the buttons under the board. */
-export function createControls({ form, fields, newGame, rematch, claim }, handlers) {
+/** Wire the settings form and the New game button. */
+export function createControls({ form, fields, newGame }, handlers) {
   function read() {
     const data = new FormData(form);
-    return valid({ mode: data.get("mode"), you: data.get("you"), level: data.get("level") });
+    return valid({
+      mode: data.get("mode"), you: data.get("you"), level: data.get("level"),
+      clock: data.get("clock"),
+    });
   }
 
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("change", () => handlers.onSettings(read()));
   newGame.addEventListener("click", () => handlers.onNewGame(read()));
-  rematch.addEventListener("click", () => handlers.onRematch());
-  claim.addEventListener("click", () => handlers.onClaim());
 
   return {
     read,
@@ -64,17 +67,7 @@ export function createControls({ form, fields, newGame, rematch, claim }, handle
       }
       fields.side.disabled = settings.mode === "local";
       fields.level.disabled = settings.mode !== "ai";
-    },
-
-    /**
-     * Which of Rematch and Claim the win are offered now. They share one slot and
-     * Rematch stays there, disabled, while a game is on: nothing moves when a game ends.
-     */
-    offer({ canRematch, canClaim }) {
-      const claiming = canClaim && !canRematch;
-      rematch.disabled = !canRematch;
-      rematch.hidden = claiming;
-      claim.hidden = !claiming;
+      fields.clock.disabled = settings.mode !== "friend";
     },
   };
 }

@@ -56,6 +56,7 @@ function step(to) {
 // The page arrives at the final position, drawn by the server; this adds the stepping.
 review.open({
   moves,
+  sides: moves.map((cell) => positions[last][cell]), // the final board shows whose each move was
   summary: document.querySelector('[data-review="summary"]').textContent,
   href: `${location.origin}/r/${moves.join("")}`,
 });

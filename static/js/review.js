@@ -6,16 +6,17 @@ import { CELL_NAMES, moveWords } from "./status.js";
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
 
-/** Where the replay stands, in words: "Move 3 of 7: X top left". */
-export function captionWords(ply, moves) {
+/**
+ * Where the replay stands, in words: "Move 3 of 7: X top left". `sides`: who made each move.
+ */
+export function captionWords(ply, moves, sides) {
   const total = moves.length;
   if (ply === 0) return `Start · move 0 of ${total}`;
   if (ply === total) return `Final position · move ${total} of ${total}`;
-  return `Move ${ply} of ${total}: ${moveWords(ply - 1, moves[ply - 1])}`;
+  return `Move ${ply} of ${total}: ${moveWords(sides[ply - 1], moves[ply - 1])}`;
 }
 
-function moveItem(ply, cell) {
-  const side = ply % 2 === 0 ? "X" : "O";
+function moveItem(ply, cell, side) {
   const item = document.createElement("li");
   item.className = "move";
   item.dataset.ply = String(ply + 1);
@@ -89,6 +90,8 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
     onStep(to);
   });
 
+  let sides = []; // who made each move of the game on the card
+
   function setMistake(side, mistake, who) {
     const block = blocks[side];
     block.querySelector('[data-review="who"]').textContent = who ? `${side} · ${who}` : side;
@@ -98,24 +101,26 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
 
   return {
     /**
-     * Show the card for a finished game: `moves`, the `summary` line, names of the sides, the
-     * link to its replay. The list is built again only for another game than the one shown.
+     * Show the card for a finished game: `moves` and the side that made each (`sides`, as the
+     * final board shows them), the `summary` line, names of the sides, the link to its replay.
+     * The list is built again only for another game than the one shown.
      */
-    open({ moves, summary: line, names = {}, href }) {
+    open({ moves, sides: movers, summary: line, names = {}, href }) {
       const key = moves.join("");
       const fresh = root.dataset.key !== key;
       root.dataset.key = key;
+      sides = movers;
       summary.textContent = line;
       link.value = href;
       part("share").hidden = !href; // a game won by a claim before any move has nothing to show
       if (fresh) {
-        list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell)));
+        list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell, sides[ply])));
         for (const side of ["X", "O"]) {
           setMistake(side, null, names[side]);
           blocks[side].querySelector('[data-review="text"]').textContent = "Looking for mistakes…";
         }
         feedback.textContent = "";
-        caption.textContent = captionWords(moves.length, moves);
+        caption.textContent = captionWords(moves.length, moves, sides);
       }
       root.hidden = false;
     },
@@ -139,7 +144,7 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
     /** The board shows the position after `ply` of `moves`; `ready`: positions are known. */
     at(ply, moves, ready = true) {
       const total = moves.length;
-      const words = captionWords(ply, moves);
+      const words = captionWords(ply, moves, sides);
       if (caption.textContent !== words) caption.textContent = words; // a live region: say it once
       for (const item of list.children) {
         if (Number(item.dataset.ply) === ply) item.setAttribute("aria-current", "step");

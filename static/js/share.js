@@ -21,6 +21,7 @@ export function createShare(root) {
   const feedback = root.querySelector("#share-feedback");
 
   native.hidden = typeof navigator.share !== "function";
+  let inviter = null; // the player's name, for the share sheet's text (plain text, never markup)
 
   function say(text) {
     feedback.textContent = text;
@@ -34,7 +35,8 @@ export function createShare(root) {
 
   native.addEventListener("click", async () => {
     try {
-      await navigator.share({ title: "Tic-tac-toe", text: "Play tic-tac-toe with me", url: input.value });
+      const text = inviter ? `${inviter} invites you to a game of tic-tac-toe` : "Play tic-tac-toe with me";
+      await navigator.share({ title: "Tic-tac-toe", text, url: input.value });
     } catch (error) {
       if (error?.name !== "AbortError") say("Sharing did not work — copy the link instead");
     }
@@ -43,8 +45,12 @@ export function createShare(root) {
   input.addEventListener("focus", () => input.select());
 
   return {
-    /** Show the panel for the game at `path` ("/g/<id>"); `reveal` scrolls it into view. */
-    show(path, { reveal = false } = {}) {
+    /**
+     * Show the panel for the game at `path` ("/g/<id>"); `reveal` scrolls it into view; `name`:
+     * the inviting player's, for the share sheet.
+     */
+    show(path, { reveal = false, name = null } = {}) {
+      inviter = name;
       const url = new URL(path, location.origin).href;
       const fresh = input.value !== url;
       if (fresh) {

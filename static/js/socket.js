@@ -12,7 +12,7 @@ function refusal(code) {
  * Connect to the server. Handlers are registered here, once: registering them
  * inside the connect callback would add them again on every reconnect.
  */
-export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch }) {
+export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction }) {
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
   const socket = io({ autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true });
@@ -23,6 +23,7 @@ export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch }
   socket.on("game", (game) => onGame(game));
   socket.on("record", (record) => onRecord(record));
   socket.on("rematch", (push) => onRematch(push));
+  socket.on("reaction", (push) => onReaction(push));
 
   /** Send an event and resolve with the server's answer; never rejects. */
   function call(event, payload, timeout = TIMEOUT_MS) {

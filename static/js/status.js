@@ -1,4 +1,5 @@
-// Words on the page: the aria-live status line, move news, refusals, the banner, players, the record.
+// Words on the page: the status line, move news, refusals, the banner, the record; and the words
+// for a game as one receiver sees it (names, endings, offers, reactions, the score).
 
 export const CELL_NAMES = [
   "top left", "top", "top right",
@@ -35,11 +36,60 @@ function capitalize(word) {
   return word ? word[0].toUpperCase() + word.slice(1) : "";
 }
 
+/** The name of the person at `side` for a sentence, or null when they have none. */
+function nameAt(game, side) {
+  return game.mode === "local" ? null : (game.names?.[side] || null);
+}
+
+/**
+ * The opponent of `you` in a sentence: their name, or "your friend" ("Your friend" when it
+ * starts the sentence).
+ */
+export function friendName(game, you, { start = false } = {}) {
+  const name = nameAt(game, opponentOf(you));
+  if (name) return name;
+  return start ? "Your friend" : "your friend";
+}
+
+/** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
+function sideName(game, side) {
+  return nameAt(game, side) ?? side;
+}
+
+/** How a won game was won, told without a point of view: ", X resigned", " on time". */
+function how(game) {
+  const loser = opponentOf(game.winner);
+  if (game.reason === "resign") return `, ${sideName(game, loser)} resigned`;
+  if (game.reason === "claim") return `, ${sideName(game, loser)} left`;
+  if (game.reason === "time") return " on time";
+  return "";
+}
+
 /** A game told without a point of view: "X to move", "O wins", "Draw". */
 function neutral(game) {
+  if (game.status === "aborted") return "Game cancelled";
   if (game.status === "draw") return "Draw";
-  if (game.status === "won") return `${game.winner} wins`;
+  if (game.status === "won") return `${sideName(game, game.winner)} wins${how(game)}`;
   return `${game.turn} to move`;
+}
+
+/** The end of a game as `you` (a seat) saw it: "You win — Ben resigned", "You resigned". */
+function ending(game, you) {
+  if (game.status === "aborted") return "Game cancelled";
+  if (game.status === "draw") return "Draw";
+  const friend = friendName(game, you);
+  const Friend = friendName(game, you, { start: true });
+  if (game.winner === you) {
+    if (game.reason === "claim") return `You win — ${friend} left`;
+    if (game.reason === "resign") return game.mode === "ai" ? "You win — the AI resigned" : `You win — ${friend} resigned`;
+    if (game.reason === "time") return "You win on time";
+    return "You win!";
+  }
+  if (game.reason === "resign") return "You resigned";
+  if (game.mode === "ai") return "The AI wins";
+  if (game.reason === "time") return `Out of time — ${friend} wins`;
+  if (game.reason === "claim") return `${Friend} claimed the win`;
+  return `${Friend} wins`;
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
@@ -47,29 +97,25 @@ export function describe(game, you) {
   if (you === "spectator") return `You are watching — ${neutral(game)}`;
   const other = opponentOf(you);
   if (!other) return neutral(game);
-  const ai = game.mode === "ai";
-  if (game.status === "draw") return "Draw";
-  if (game.status === "won") {
-    if (game.winner === you) return game.reason === "claim" ? "You win — your friend left" : "You win!";
-    return ai ? "The AI wins" : "Your friend wins";
-  }
+  if (game.status !== "playing") return ending(game, you);
+  const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return "Waiting for your friend to join";
-    if (!game.online[other]) return "Your friend disconnected";
+    if (!game.online[other]) return `${Friend} disconnected`;
   }
   if (game.turn === you) return "Your turn";
-  return ai ? "AI is thinking…" : "Your friend's turn";
+  return game.mode === "ai" ? "AI is thinking…" : `${Friend}'s turn`;
 }
 
-/** Who made the last move and where: "AI played the centre". */
+/** Who made the last move and where: "AI played the centre". The board says whose mark. */
 export function describeLastMove(game, you) {
   if (!game.moves.length) return "";
   const cell = game.moves[game.moves.length - 1];
-  const mark = game.moves.length % 2 === 1 ? "X" : "O";
-  let who = mark;
+  const mark = game.board[cell];
+  let who = sideName(game, mark);
   if (mark === you) who = "You";
   else if (game.seats[mark] === "ai") who = "AI";
-  else if (opponentOf(you)) who = "Your friend";
+  else if (opponentOf(you)) who = friendName(game, you, { start: true });
   return `${who} played the ${CELL_NAMES[cell]}`;
 }
 
@@ -79,12 +125,98 @@ export function describeStart(game, you) {
   if (game.mode === "ai") return `You play ${you} against the ${game.level} AI`;
   if (game.mode === "local") return "Two players, one screen — X starts";
   if (you === "spectator") return "";
-  return you === "X" ? "You play X and move first" : "You play O — X moves first";
+  const clock = game.clock ? ` · ${game.clock} s a move` : "";
+  return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
 }
 
-/** "X top left": one move of a game, by its index in the move list. */
-export function moveWords(ply, cell) {
-  return `${ply % 2 === 0 ? "X" : "O"} ${CELL_NAMES[cell]}`;
+/** News of the opponent's seat between two views of a friend game, or "". */
+export function describePresence(previous, game, you) {
+  const other = game.mode === "friend" ? opponentOf(you) : null;
+  if (!other || !previous || previous.id !== game.id) return "";
+  const Friend = friendName(game, you, { start: true });
+  if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
+  if (game.status !== "playing") return "";
+  if (previous.online[other] && !game.online[other]) return "Waiting for them to come back";
+  if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
+  return "";
+}
+
+/** The standing rematch offer of a finished game in words, or "". */
+export function describeOffer(game, you) {
+  const from = game.offer?.rematch;
+  if (!from || game.status === "playing") return "";
+  if (from === you) return `Rematch offered — waiting for ${friendName(game, you)}`;
+  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
+  return `${who} wants a rematch`;
+}
+
+/**
+ * News of the offer between two views of the same game, or "". `withdrawn`: this page took
+ * the offer back (or declined it) itself, so nothing is news.
+ */
+export function describeOfferChange(previous, game, you, { withdrawn = false } = {}) {
+  if (!previous || previous.id !== game.id || !opponentOf(you)) return "";
+  const before = previous.offer?.rematch ?? null;
+  const now = game.offer?.rematch ?? null;
+  if (before === now || withdrawn) return "";
+  const Friend = friendName(game, you, { start: true });
+  if (now && now !== you) return `${Friend} wants a rematch`;
+  if (before && !now && !game.rematch) {
+    return before === you ? `${Friend} declined the rematch` : `${Friend} took the offer back`;
+  }
+  return "";
+}
+
+/** A reaction said out loud: "Ben: applause" (`words`: what the reaction says). */
+export function describeReaction(game, you, from, words) {
+  let who = sideName(game, from);
+  if (from === you) who = "You";
+  else if (opponentOf(you)) who = friendName(game, you, { start: true });
+  return `${who}: ${words}`;
+}
+
+/**
+ * The name on a seat's chip: "Ana", "You", "Ben", "Friend", "AI · Hard", "Player 1". The
+ * player's own seat shows their name once they have one (its pencil says whose it is).
+ */
+export function seatName(game, side, you) {
+  if (game.seats[side] === "ai") return `AI · ${capitalize(game.level)}`;
+  if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return "Waiting…";
+  const name = nameAt(game, side);
+  if (side === you) return name ?? "You";
+  if (name) return name;
+  if (game.mode === "friend" && opponentOf(you)) return "Friend";
+  return side === "X" ? "Player 1" : "Player 2";
+}
+
+/** The running score of a series: "Ana 2 · 1 draw · 1 Ben", or "" when none is kept. */
+export function scoreWords(game, you) {
+  const { score } = game;
+  if (!score) return "";
+  const label = (side) => {
+    if (game.mode === "local") return side;
+    const name = nameAt(game, side);
+    if (side === you) return name ?? "You";
+    return name ?? (opponentOf(you) ? "Friend" : side);
+  };
+  const draws = `${score.draws} ${score.draws === 1 ? "draw" : "draws"}`;
+  return `${label("X")} ${score.X} · ${draws} · ${score.O} ${label("O")}`;
+}
+
+/** "0:07": seconds as minutes and seconds. */
+export function clockWords(seconds) {
+  const whole = Math.max(0, Math.ceil(seconds));
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+/** "X top left": one move of a game, by the side that made it and its cell. */
+export function moveWords(side, cell) {
+  return `${side} ${CELL_NAMES[cell]}`;
+}
+
+/** The side that made each move: the mark the final board shows on its cell. */
+export function sidesOf(board, moves) {
+  return moves.map((cell) => board[cell]);
 }
 
 /** "the centre", "the top left or the bottom right": cells in a sentence. */
@@ -117,19 +249,33 @@ function hintCount(n) {
 export function summarize(game, you) {
   const other = opponentOf(you);
   const hints = game.hints ?? { X: 0, O: 0 };
+  const friend = friendName(game, you);
+  const Friend = friendName(game, you, { start: true });
   let result;
-  if (game.status === "draw") result = "Draw";
-  else if (!other) result = `${game.winner} won`;
-  else if (game.winner === you) result = game.reason === "claim" ? "You won — your friend left" : "You won";
-  else result = game.mode === "ai" ? "The AI won" : "Your friend won";
+  if (game.status === "aborted") result = "Cancelled";
+  else if (game.status === "draw") result = "Draw";
+  else if (!other) result = `${sideName(game, game.winner)} won${how(game)}`;
+  else if (game.winner === you) {
+    result = {
+      claim: `You won — ${friend} left`,
+      resign: `You won — ${game.mode === "ai" ? "the AI" : friend} resigned`,
+      time: "You won on time",
+    }[game.reason] ?? "You won";
+  } else if (game.reason === "resign") result = "You resigned";
+  else if (game.mode === "ai") result = "The AI won";
+  else {
+    result = { claim: `${Friend} claimed the win`, time: `${Friend} won on time` }[game.reason]
+      ?? `${Friend} won`;
+  }
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
   else if (game.mode !== "friend") {
     const total = hints.X + hints.O;
     taken = total ? `${hintCount(total)} (X ${hints.X}, O ${hints.O})` : hintCount(0);
   }
+  const plain = !game.reason || game.reason === "line";
   const practice = game.start > 0 ? "Practice · " : "";
-  return `${practice}${result}${taken && game.reason !== "claim" ? ` — ${taken}` : ""}`;
+  return `${practice}${result}${taken && plain && game.status !== "aborted" ? ` — ${taken}` : ""}`;
 }
 
 /** Phrases as one line to be read out: "AI played the centre. Your turn". */
@@ -142,7 +288,7 @@ export function sentences(parts) {
 export function refusalText(error, event) {
   const code = error?.code;
   if (event === "claim" && code === "not_allowed") {
-    return "Not yet — your friend must be away for a full minute";
+    return "Not yet — wait for the countdown to end";
   }
   if (code === "not_allowed") {
     const why = error?.message ? `: ${error.message}` : "";
@@ -151,30 +297,8 @@ export function refusalText(error, event) {
   return REFUSALS[code] ?? (error?.message || "Something went wrong — try again");
 }
 
-/** The names on the two player chips, and each seat's presence. */
-function seatsOf(game, you) {
-  const names = { X: "Player 1", O: "Player 2" };
-  const presence = { X: "", O: "" };
-  for (const side of ["X", "O"]) {
-    if (side === you) names[side] = "You";
-    else if (game.seats[side] === "ai") names[side] = `AI · ${capitalize(game.level)}`;
-    else if (game.mode === "friend" && opponentOf(you)) names[side] = "Friend";
-    if (game.mode === "friend") {
-      if (game.seats[side] === "open") {
-        presence[side] = "open";
-        if (side !== you) names[side] = "Waiting…";
-      } else {
-        presence[side] = game.online[side] ? "online" : "offline";
-      }
-    }
-  }
-  return { names, presence };
-}
-
 /** Wire the words of the page to their elements. */
-export function createStatus({
-  status, detail, notice, announcer, banner, bannerText, players, record,
-}) {
+export function createStatus({ status, detail, notice, announcer, banner, bannerText, record }) {
   let noticeTimer = 0;
   let announceFrame = 0;
 
@@ -236,17 +360,6 @@ export function createStatus({
       };
       bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;
-    },
-
-    /** The two player chips: names, whose turn, who won, who is online. */
-    players(game, you) {
-      const { names, presence } = seatsOf(game, you);
-      for (const [side, chip] of Object.entries(players)) {
-        chip.querySelector(".player-name").textContent = names[side];
-        chip.dataset.presence = presence[side];
-        chip.classList.toggle("is-turn", game.status === "playing" && game.turn === side);
-        chip.classList.toggle("is-winner", game.winner === side);
-      }
     },
 
     /** The record against the AI, level by level; `level` is highlighted. */

@@ -1,0 +1,281 @@
+// What the board carries besides the game, and the review: evaluations of the moves, hints,
+// a finished game's review stepped through on the board. Which of them the viewer may have
+// comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
+import { cellsWords, sidesOf, summarize } from "./status.js";
+
+/** Whether the same game at the same version as `game`. */
+function current(mark, game) {
+  return Boolean(mark) && mark.id === game.id && mark.version === game.version;
+}
+
+/** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
+function sideNames(game) {
+  const { you } = game;
+  if (you !== "X" && you !== "O") {
+    if (game.mode !== "friend") return {};
+    return Object.fromEntries(["X", "O"].filter((side) => game.names?.[side])
+      .map((side) => [side, game.names[side]]));
+  }
+  const other = you === "X" ? "O" : "X";
+  let them = game.names?.[other] || "Friend";
+  if (game.mode === "ai") them = "AI";
+  return { [you]: "You", [other]: them };
+}
+
+/** Why hints and evaluations are not offered in `game`, or "" when they are. */
+function whyNot(game) {
+  if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
+  if (game.mode === "friend") {
+    return "No hints or evaluations against a friend: the review opens when the game ends";
+  }
+  return "";
+}
+
+/**
+ * Wire the board, the learning controls, the review card and the deck. `call(event, payload)`
+ * asks the server; `now()` -> {game, busy}: the view on screen and whether a move is out;
+ * `onPractice(answer)`: a new game from a review's mistake started; `notice(text)`, `news`,
+ * `announce`: the status line's words.
+ */
+export function createCoach({ board, learn, review, deck, evaluations }, {
+  call, now, onPractice, notice, refusal, news, announce,
+}) {
+  const state = {
+    evaluations,         // the switch is on
+    analysis: null,      // {id, version, moves}: the analyze answer for the view on screen
+    asking: null,        // "id:version" of the evaluations call on its way
+    hint: null,          // {id, version, cells}: the last hint, shown until the next move
+    review: null,        // {id, positions, mistakes, ply, evaluations}: a finished game's
+                         // review; ply on screen; evaluations: of past positions, by ply
+    reviewAsking: null,  // id of the game whose review is on its way
+    pastTimer: 0,        // a past position is asked about once the stepping pauses
+  };
+
+  /** Whether the board should carry evaluations now: only ever for the viewer's own move. */
+  function wantsEvaluations(game) {
+    const can = game.can ?? [];
+    return state.evaluations && can.includes("analyze") && can.includes("move") && !now().busy;
+  }
+
+  /** The review's position when it is not the end of the game, else null. */
+  function replayPly(game) {
+    const { review: seen } = state;
+    if (!seen || seen.id !== game.id || !seen.positions) return null;
+    return seen.ply === game.moves.length ? null : seen.ply;
+  }
+
+  /** The board: the game, or the position the review is on, with what goes on top of it. */
+  function paintBoard(game, fresh) {
+    const ply = replayPly(game);
+    if (ply === null) {
+      board.render(game, { playable: Boolean(game.can?.includes("move")), fresh });
+    } else {
+      // A past position, straight from the server's list: nothing to play, nothing won yet.
+      board.render({
+        board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
+        winner: null, status: "replay", turn: null,
+      }, { fresh });
+    }
+    board.replaying(ply !== null);
+    if (state.review?.id === game.id && game.status !== "playing") {
+      const at = ply ?? game.moves.length;
+      const mistake = Object.values(state.review.mistakes ?? {}).find((m) => m && m.ply + 1 === at);
+      board.flag(mistake ? { mistake: mistake.cell, better: mistake.best } : {});
+      // A past position can carry its evaluations too, for the side to move there; not where
+      // a mistake is flagged, whose "better" squares are the other side's.
+      const evaluating = ply !== null && !mistake && !whyNot(game) && state.evaluations
+        && Boolean(game.can?.includes("analyze"));
+      const known = evaluating ? state.review.evaluations?.[ply] : null;
+      board.evaluate(known ?? null);
+      clearTimeout(state.pastTimer);
+      if (evaluating && !known) state.pastTimer = setTimeout(() => askPast(game, ply), 120);
+      return;
+    }
+    const evaluating = wantsEvaluations(game);
+    board.evaluate(evaluating && current(state.analysis, game) ? state.analysis.moves : null);
+    board.suggest(current(state.hint, game) ? state.hint.cells : []);
+    if (evaluating && !current(state.analysis, game)) askEvaluations(game);
+  }
+
+  /** The switch and Hint under the board, or why they are not there. */
+  function offerLearning(game) {
+    const hints = game.hints ?? { X: 0, O: 0 };
+    learn.offer({
+      why: whyNot(game),
+      canHint: Boolean(game.can?.includes("hint")) && !now().busy,
+      used: game.you === "both" ? hints.X + hints.O : (hints[game.you] ?? 0),
+    });
+  }
+
+  /** The review card: open (and asked for) once a game is over, closed while one is on. */
+  function offerReview(game) {
+    if (game.status === "playing") {
+      state.review = null;
+      review.close();
+      deck.playing();
+      return;
+    }
+    if (state.review?.id !== game.id) {
+      state.review = {
+        id: game.id, positions: null, mistakes: null, ply: game.moves.length, evaluations: {},
+      };
+    }
+    deck.over(game.id);
+    review.open({
+      moves: game.moves,
+      sides: sidesOf(game.board, game.moves),
+      summary: summarize(game, game.you),
+      names: sideNames(game),
+      href: game.moves.length ? `${location.origin}/r/${game.moves.join("")}` : "",
+    });
+    review.at(state.review.ply, game.moves, Boolean(state.review.positions));
+    if (!state.review.positions) askReview(game);
+  }
+
+  /** Ask the server what each move leads to, for the board on screen. */
+  async function askEvaluations(game) {
+    const key = `${game.id}:${game.version}`;
+    if (state.asking === key) return;
+    state.asking = key;
+    const answer = await call("analyze", { game: game.id });
+    if (state.asking === key) state.asking = null;
+    if (!answer.ok) {
+      if (answer.error?.code !== "unavailable") notice(refusal(answer.error, "analyze"));
+      return;
+    }
+    const { game: shown } = now();
+    if (!shown || !current({ id: game.id, version: game.version }, shown)) return;
+    if (!wantsEvaluations(shown)) return;
+    // The answer is about the game as the server has it now: use it only if that is the
+    // board on screen (the same side to move, the same empty squares).
+    const { turn, moves } = answer.analysis;
+    const empty = [...shown.board].filter((mark) => mark === ".").length;
+    if (turn !== shown.turn || moves.length !== empty
+        || moves.some((m) => shown.board[m.cell] !== ".")) {
+      return;
+    }
+    state.analysis = { id: game.id, version: game.version, moves };
+    paintBoard(shown);
+  }
+
+  /** Ask the server for a finished game's positions and first mistakes. */
+  async function askReview(game) {
+    if (state.reviewAsking === game.id) return;
+    state.reviewAsking = game.id;
+    const answer = await call("analyze", { game: game.id });
+    state.reviewAsking = null;
+    const seen = state.review;
+    if (!seen || seen.id !== game.id || seen.positions) return;
+    if (!answer.ok || answer.positions?.length !== game.moves.length + 1) {
+      review.failed();
+      return;
+    }
+    seen.positions = answer.positions;
+    seen.mistakes = answer.review;
+    const { game: shown } = now();
+    if (shown) paint(shown);
+    review.fill(answer.review, sideNames(game));
+  }
+
+  /** Ask what each move leads to in the position after `ply` of a finished game. */
+  async function askPast(game, ply) {
+    const seen = state.review;
+    const answer = await call("analyze", { game: game.id, ply });
+    if (!answer.ok) {
+      if (answer.error?.code !== "unavailable") notice(refusal(answer.error, "analyze"));
+      return;
+    }
+    if (state.review !== seen || answer.ply !== ply || answer.version !== game.version) return;
+    seen.evaluations[ply] = answer.analysis.moves;
+    const { game: shown } = now();
+    if (seen.ply === ply && shown?.id === game.id) paintBoard(shown);
+  }
+
+  /** Show the position after `ply` moves of the finished game; its last move is the end. */
+  function go(ply) {
+    const { game } = now();
+    const seen = state.review;
+    if (!game || !seen || seen.id !== game.id || !seen.positions || ply === seen.ply) return;
+    const forward = ply === seen.ply + 1;
+    seen.ply = ply;
+    paintBoard(game, forward ? game.moves[ply - 1] : null);
+    review.at(ply, game.moves);
+  }
+
+  /** Everything the coach puts on the page for `game`; `fresh` as for board.render. */
+  function paint(game, fresh) {
+    paintBoard(game, fresh);
+    offerLearning(game);
+    offerReview(game);
+  }
+
+  return {
+    paint,
+    paintBoard,
+
+    /** Whether the board shows a past position of `game` (the review is being read). */
+    reviewing(game) {
+      return replayPly(game) !== null;
+    },
+
+    /** The evaluations switch was turned. */
+    switchEvaluations(on) {
+      state.evaluations = on;
+      const { game } = now();
+      if (game) paint(game);
+    },
+
+    /** Step the review: "first", "back", "forward" or "last". */
+    step(to) {
+      const { game } = now();
+      const seen = state.review;
+      if (!game || !seen || seen.id !== game.id || !seen.positions) return;
+      const targets = { first: 0, back: seen.ply - 1, forward: seen.ply + 1, last: game.moves.length };
+      go(Math.max(0, Math.min(game.moves.length, targets[to] ?? seen.ply)));
+    },
+
+    /** Put a side's first mistake on the board. */
+    showMistake(side) {
+      const mistake = state.review?.mistakes?.[side];
+      if (!mistake) return false;
+      go(mistake.ply + 1);
+      return true;
+    },
+
+    /** Take a hint: the best squares for the side on move, marked until the next move. */
+    async hint(show) {
+      const { game, busy } = now();
+      if (!game || busy || !game.can?.includes("hint")) return;
+      const answer = await call("hint", { game: game.id });
+      if (!answer.ok) {
+        notice(refusal(answer.error, "hint"));
+        return;
+      }
+      if (now().game?.id !== game.id) return;
+      state.hint = { id: game.id, version: answer.game.version, cells: answer.best };
+      show(answer.game);
+      if (now().game.version !== answer.game.version) return;
+      const { best } = answer;
+      const words = best.length <= 2
+        ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best)}`
+        : `Hint: ${best.length} moves as good as each other`;
+      news(words);
+      announce(words);
+    },
+
+    /** Play on from just before a side's first mistake, against the AI, as that side. */
+    async tryAgain(side, level) {
+      const { game } = now();
+      const mistake = state.review?.mistakes?.[side];
+      if (!game || !mistake || state.review.id !== game.id) return;
+      const answer = await call("new_game", {
+        mode: "ai", you: side, level: game.level ?? level, moves: game.moves.slice(0, mistake.ply),
+      });
+      if (!answer.ok) {
+        notice(refusal(answer.error, "new_game"));
+        return;
+      }
+      onPractice(answer);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+// Asking before a game in progress is left: what happens to it, in words, and a dialog in the
+// page (a modal <dialog>: it keeps the keyboard inside, Escape stays, focus returns after).
+import { friendName } from "./status.js";
+
+/**
+ * What leaving `game` (a view) does, or null when it needs no word: `event` is sent first
+ * ("resign", "abort", "decline" or null); `ask` says whether to ask; `title`, `text` and `go`
+ * are the dialog's words. The view's `can` says which events the server would take.
+ */
+export function leaving(game) {
+  if (!game) return null;
+  const can = new Set(game.can ?? []);
+  const { you } = game;
+  if (you !== "X" && you !== "O" && you !== "both") return null; // a spectator just goes
+  if (game.status !== "playing") {
+    // A standing offer is taken back (or declined) rather than left hanging.
+    return can.has("decline") ? { event: "decline", ask: false } : null;
+  }
+  const title = "Leave this game?";
+  if (game.mode === "local") {
+    if (!game.moves.length) return null;
+    return { event: null, ask: true, title, text: "The game will be left as it is.", go: "Leave" };
+  }
+  if (can.has("abort")) {
+    const other = you === "X" ? "O" : "X";
+    // Nobody has come and nothing is played: there is nobody to tell.
+    if (game.seats[other] === "open" && !game.moves.length) return { event: "abort", ask: false };
+    return {
+      event: "abort", ask: true, title,
+      text: "The game is cancelled: nobody wins, and it counts nowhere.", go: "Cancel it and leave",
+    };
+  }
+  if (game.mode === "ai") {
+    // Only once the player has put a mark down is the game theirs to lose.
+    const started = game.moves.some((cell) => game.board[cell] === you);
+    if (!can.has("resign") || !started) return null;
+    return {
+      event: "resign", ask: true, title,
+      text: "You resign: this counts as a loss against the AI.", go: "Resign and leave",
+    };
+  }
+  return {
+    event: null, ask: true, title,
+    text: `The game stays open: ${friendName(game, you)} can claim it in a minute.`, go: "Leave",
+  };
+}
+
+/** The words of the Resign and Abort buttons' question. */
+export function ending(game, event) {
+  if (event === "abort") {
+    return {
+      title: "Abort this game?", text: "Nobody wins, and it counts nowhere.", go: "Abort",
+    };
+  }
+  const text = game.mode === "ai"
+    ? "It counts as a loss against the AI."
+    : `${friendName(game, game.you, { start: true })} wins the game.`;
+  return { title: "Resign this game?", text, go: "Resign" };
+}
+
+/** Wire the dialog: ask({title, text, go}) -> Promise<boolean> (true: go ahead). */
+export function createLeave(dialog) {
+  const title = dialog.querySelector("[data-leave='title']");
+  const text = dialog.querySelector("[data-leave='text']");
+  const go = dialog.querySelector("[data-leave='go']");
+  const stay = dialog.querySelector("[data-leave='stay']");
+  let settle = null;
+
+  function close(answer) {
+    const done = settle;
+    settle = null;
+    if (dialog.open) dialog.close();
+    done?.(answer);
+  }
+
+  go.addEventListener("click", () => close(true));
+  stay.addEventListener("click", () => close(false));
+  dialog.addEventListener("close", () => close(false)); // Escape
+  // A tap on the dimmed page around the dialog is "stay".
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) close(false);
+  });
+
+  return {
+    ask(words) {
+      close(false);
+      title.textContent = words.title;
+      text.textContent = words.text;
+      go.textContent = words.go;
+      return new Promise((resolve) => {
+        settle = resolve;
+        dialog.showModal();
+        stay.focus(); // the safe choice first
+      });
+    },
+  };
+}
