@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import in_ci
+from tests.servers import Server, in_ci
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -78,17 +78,29 @@ def note_console(message, problems: list[str]) -> None:
         problems.append(f"console.error: {message.text}")
 
 
+@pytest.fixture(scope="session")
+def quick_server(tmp_path_factory):
+    """The base URL of a real server whose claims open after 2 seconds away, not 60."""
+    log = tmp_path_factory.mktemp("quick") / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "quick-test",
+                     "TTT_CLAIM_AFTER": "2"}, log=log).start()
+    yield server.url
+    server.stop()
+
+
 @pytest.fixture
 def open_page(chromium, live_server, request):
-    """A factory of pages on the live server, each a new player. Console errors fail the test;
-    each page's last state is saved to test-artifacts/."""
+    """A factory of pages on the live server (or `server`), each a new player. Console errors
+    fail the test; each page's last state is saved to test-artifacts/."""
     contexts = []
     problems: list[str] = []
 
-    def open_page(device="desktop", path="/", color_scheme="light"):
-        """`device`: "desktop", "phone" (Pixel 7), a Playwright device name or a viewport."""
+    def open_page(device="desktop", path="/", color_scheme="light", server=None, motion=None):
+        """`device`: "desktop", "phone" (Pixel 7), a Playwright device name or a viewport;
+        `motion="reduce"`: no transitions, so a busy machine never clicks one mid-way."""
         context = chromium.browser.new_context(
-            base_url=live_server, color_scheme=color_scheme, **device_options(chromium, device))
+            base_url=server or live_server, color_scheme=color_scheme, reduced_motion=motion,
+            **device_options(chromium, device))
         contexts.append(context)
         page = context.new_page()
         page.on("console", lambda message: note_console(message, problems))

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import device_options
 from tests.browser.test_learn import pass_and_play
-from tests.browser.test_play import board, cell, choose
+from tests.browser.test_play import board, cell, choose, leave_anyway
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -119,6 +119,9 @@ def test_every_state_passes_axe_and_fits_the_screen(open_page, chromium, live_se
     page.locator("#evaluations-switch").click()
 
     choose(page, "mode", "friend")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    audit(page, "asked before leaving a game in progress", axe)
+    leave_anyway(page, "You resign: this counts as a loss against the AI.")
     expect(page.locator("#share-qr")).to_have_js_property("complete", True)
     audit(page, "a friend game waiting for its second player", axe)
     fits(page, "the share panel", layout)

@@ -40,8 +40,17 @@ def record_statuses(page: Page) -> None:
 
 
 def choose(page: Page, name: str, value: str) -> None:
-    """Pick a setting (which starts a new game with it)."""
+    """Pick a setting (which starts a new game with it, once a game in progress is left)."""
     page.locator(f"label:has(input[name='{name}'][value='{value}'])").click()
+
+
+def leave_anyway(page: Page, text: str | re.Pattern) -> None:
+    """The page asks before a game in progress is left: check what it says, and go."""
+    dialog = page.get_by_role("dialog", name="Leave this game?")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("[data-leave='text']")).to_have_text(text)
+    dialog.locator("[data-leave='go']").click()
+    expect(dialog).to_be_hidden()
 
 
 def play_out(page: Page, tap: bool = False) -> str:
@@ -227,10 +236,15 @@ def test_friend_game_through_the_link(open_page):
     expect(guest.locator("#status")).to_have_text("Draw")
     expect(watcher.locator("#status")).to_have_text("You are watching — Draw")
 
-    guest.locator("#rematch").click()  # sides swap, and the host follows by itself
+    guest.locator("#rematch").click()  # an offer: nobody is moved into a game they did not ask for
+    expect(guest.locator("#offer-text")).to_have_text("Rematch offered — waiting for your friend")
+    expect(host.locator("#offer-text")).to_have_text("Your friend wants a rematch")
+    expect(host.locator("#status")).to_have_text("Draw")
+    host.locator("#accept").click()  # sides swap, and the guest, who asked, follows
     expect(guest.locator("#status")).to_have_text("Your turn")
     expect(host.locator("#status")).to_have_text("Your friend's turn")
-    assert host.url == guest.url != link
+    expect(watcher.locator("#status")).to_have_text("You are watching — X to move")
+    assert host.url == guest.url == watcher.url != link
 
 
 def test_no_console_errors_across_the_features(open_page):
@@ -240,7 +254,8 @@ def test_no_console_errors_across_the_features(open_page):
     cell(page, 4).click()
     expect(cell(page, 4)).to_have_attribute("data-mark", "X")
     expect(page.locator("#status")).to_have_text("Your turn")
-    choose(page, "mode", "friend")
+    choose(page, "mode", "friend")  # a game in progress: asked first, and resigned
+    leave_anyway(page, re.compile("counts as a loss"))
     qr = page.locator("#share-qr")
     expect(qr).to_be_visible()
     expect(qr).to_have_js_property("complete", True)
