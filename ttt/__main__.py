@@ -9,8 +9,9 @@ import sys
 import time
 from typing import NoReturn
 
-from ttt import analysis, players, solver
+from ttt import analysis, mcts, players, solver
 from ttt.rules import Board
+from ttt.ultimate import UltimateBoard
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,7 +62,14 @@ def _progress_bar(total: int):
     return show
 
 
+def _fail(message: str) -> int:
+    print(f"ttt: error: {message}", file=sys.stderr)
+    return 2
+
+
 def cmd_arena(args: argparse.Namespace) -> int:
+    if args.variant == "ultimate":
+        return _ultimate_arena(args)
     if args.plot:
         try:
             from ttt.plot import plot_tally
@@ -84,6 +92,29 @@ def cmd_arena(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ultimate_arena(args: argparse.Namespace) -> int:
+    if args.plot:
+        return _fail("--plot draws the classic game's first moves; it has no ultimate chart")
+    unknown = [name for name in (args.x, args.o) if name not in mcts.LEVELS]
+    if unknown:
+        return _fail(f"ultimate has no level {unknown[0]!r}: choose one of "
+                     f"{', '.join(mcts.LEVELS)}")
+    rng = random.Random(args.seed)
+    x, o = mcts.player(args.x), mcts.player(args.o)
+    tally = mcts.arena(x, o, args.games, rng, _progress_bar(args.games))
+    if args.json:
+        print(json.dumps({"variant": "ultimate", "x": x.name, "o": o.name, "games": tally.games,
+                          "x_wins": tally.x_wins, "o_wins": tally.o_wins,
+                          "draws": tally.draws, "seed": args.seed}))
+        return 0
+    print(f"{'':10}{'games':>9}{'%':>8}")
+    for label, count in ((f"X {x.name}", tally.x_wins), (f"O {o.name}", tally.o_wins),
+                         ("draw", tally.draws)):
+        print(f"{label:10}{count:>9,}{100 * count / tally.games:>7.1f}%")
+    print(f"{'moves':10}{tally.plies / tally.games:>9.1f} a game on average")
+    return 0
+
+
 def _best_of(runs: int, fn) -> float:
     times = []
     for _ in range(runs):
@@ -94,6 +125,8 @@ def _best_of(runs: int, fn) -> float:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.variant == "ultimate":
+        return _ultimate_bench(args)
     solve_s = _best_of(20, solver.solve)
     tree_s = _best_of(3, players._build_tree)
     perfect, rng = players.LEVELS["perfect"], random.Random(1)
@@ -124,6 +157,61 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_positions(count: int, rng: random.Random) -> list[UltimateBoard]:
+    """`count` positions spread over whole games between easy players, the ends left out."""
+    easy = mcts.LEVELS["easy"]
+    pool: list[UltimateBoard] = []
+    while len(pool) < 4 * count:
+        board = UltimateBoard()
+        while not board.is_over:
+            pool.append(board)
+            board = board.play(easy.choose(board, rng))
+    pool = [b for b in pool if len(b.legal_moves()) > 1]
+    return [pool[i * len(pool) // count] for i in range(count)]
+
+
+def _percentile(times: list[float], fraction: float) -> float:
+    ranked = sorted(times)
+    return ranked[min(len(ranked) - 1, max(0, round(fraction * len(ranked)) - 1))]
+
+
+def _ultimate_bench(args: argparse.Namespace) -> int:
+    rng = random.Random(1)
+    # Rates are per second of this thread's CPU time: other work on the host does not
+    # change them, while the reply times below are wall-clock, what a player waits.
+    playout_rate = mcts.playouts_per_second(UltimateBoard(), rng, 1.0)
+    began = time.thread_time()
+    mcts.search(UltimateBoard(), rng, 4000)
+    search_rate = 4000 / (time.thread_time() - began)
+    result: dict[str, float] = {"playouts_per_s": round(playout_rate),
+                                "search_playouts_per_s": round(search_rate)}
+    positions = _bench_positions(args.positions, random.Random(2))
+    for level in args.levels:
+        picker = mcts.LEVELS[level]
+        times, cpu = [], []
+        for board in positions:
+            began, began_cpu = time.perf_counter(), time.thread_time()
+            picker.choose(board, rng)
+            times.append(time.perf_counter() - began)
+            cpu.append(time.thread_time() - began_cpu)
+        result[f"{level}_p50_ms"] = round(_percentile(times, 0.5) * 1000, 2)
+        result[f"{level}_p95_ms"] = round(_percentile(times, 0.95) * 1000, 2)
+        result[f"{level}_max_ms"] = round(max(times) * 1000, 2)
+        result[f"{level}_cpu_p95_ms"] = round(_percentile(cpu, 0.95) * 1000, 2)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"random play-outs from the empty board  {result['playouts_per_s']:>10,} a CPU second")
+    print(f"search play-outs, hard's opening move  {result['search_playouts_per_s']:>10,} "
+          "a CPU second")
+    for level in args.levels:
+        label = f"{level} reply, {len(positions)} positions"
+        print(f"{label:39}{result[f'{level}_p50_ms']:>7} ms p50 "
+              f"{result[f'{level}_p95_ms']:>7} ms p95 {result[f'{level}_max_ms']:>7} ms max "
+              f"({result[f'{level}_cpu_p95_ms']} ms p95 of CPU time)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m ttt", description="Tic-tac-toe engine tools.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -131,15 +219,23 @@ def main(argv: list[str] | None = None) -> int:
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=cmd_stats)
     arena = sub.add_parser("arena", help="play many games between two levels")
-    arena.add_argument("--x", required=True, choices=list(players.LEVELS))
-    arena.add_argument("--o", required=True, choices=list(players.LEVELS))
+    levels = list(dict.fromkeys([*players.LEVELS, *mcts.LEVELS]))
+    arena.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
+    arena.add_argument("--x", required=True, choices=levels)
+    arena.add_argument("--o", required=True, choices=levels)
     arena.add_argument("--games", required=True, type=_positive)
     arena.add_argument("--seed", type=int, default=None)
     arena.add_argument("--json", action="store_true")
     arena.add_argument("--plot", metavar="FILE", help="write a PNG of the results")
     arena.set_defaults(run=cmd_arena)
-    bench = sub.add_parser("bench", help="time the solver, a move and the arena")
+    bench = sub.add_parser("bench", help="time the solver, a move and the arena (or the "
+                                         "ultimate AI: play-outs and reply times)")
     bench.add_argument("--json", action="store_true")
+    bench.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
+    bench.add_argument("--positions", type=_positive, default=36,
+                       help="ultimate: how many positions to time each level's reply on")
+    bench.add_argument("--levels", nargs="+", choices=list(mcts.AI_LEVELS),
+                       default=["easy", "hard"], help="ultimate: the levels to time")
     bench.set_defaults(run=cmd_bench)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -1,0 +1,401 @@
+"""Monte Carlo tree search for ultimate tic-tac-toe, and the AI levels built on it.
+
+The search is plain UCT: walk down the tree by the UCB1 rule, add one node, finish the
+game with a random play-out, and credit the result up the path (1 a win, 1/2 a draw).
+Play-outs take a game-winning move whenever the mover has one, which costs two table
+lookups a move and makes them judge tactics far better. Positions live in the search as
+bitboards relative to the side on move (its nine masks, the other side's, the small
+boards each side won, the closed ones, where the mover must play) and are rebuilt along
+the path on every iteration, so nodes hold no boards. The randomness is always an
+injected `random.Random`: with a play-out budget, a seed replays the same moves.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ttt.rules import FULL, GameOver
+from ttt.ultimate import CELLS, COMPLETES, WON, UltimateBoard
+
+EXPLORATION = 0.5  # the UCB1 constant for rewards in 0..1: beat 0.3, 0.7, 1.0 and 1.4 in arenas
+
+
+class _Position:
+    """A mutable position relative to the side on move, for the search only."""
+
+    __slots__ = ("me", "opp", "won_me", "won_opp", "closed", "next", "result")
+
+    def __init__(self, me: list[int], opp: list[int], won_me: int, won_opp: int, closed: int,
+                 next_board: int, result: float) -> None:
+        self.me, self.opp = me, opp
+        self.won_me, self.won_opp = won_me, won_opp
+        self.closed, self.next = closed, next_board  # next: -1 for any open board
+        self.result = result  # the last mover's reward once over (1 a win, 0.5 a draw); else -1
+
+    @classmethod
+    def of(cls, board: UltimateBoard) -> _Position:
+        if board.ply & 1:
+            me, opp, won_me, won_opp = board.o, board.x, board.o_won, board.x_won
+        else:
+            me, opp, won_me, won_opp = board.x, board.o, board.x_won, board.o_won
+        outcome = board.outcome()
+        result = -1.0 if outcome is None else 0.5 if outcome.winner is None else 1.0
+        nxt = -1 if board.next is None else board.next
+        return cls(list(me), list(opp), won_me, won_opp, board.closed, nxt, result)
+
+    def copy(self) -> _Position:
+        return _Position(self.me[:], self.opp[:], self.won_me, self.won_opp, self.closed,
+                         self.next, self.result)
+
+    def moves(self) -> list[int]:
+        """The legal cells, or [] once the game is over."""
+        if self.result >= 0:
+            return []
+        me, opp = self.me, self.opp
+        boards = (self.next,) if self.next >= 0 else CELLS[FULL ^ self.closed]
+        return [9 * b + c for b in boards for c in CELLS[FULL ^ (me[b] | opp[b])]]
+
+    def play(self, cell: int) -> None:
+        """Mark a legal cell for the side on move; the other side is then on move."""
+        b, c = divmod(cell, 9)
+        me = self.me
+        mine = me[b] | 1 << c
+        me[b] = mine
+        closed, won = self.closed, self.won_me
+        if WON[mine]:
+            won |= 1 << b
+            closed |= 1 << b
+            if WON[won]:
+                self.result = 1.0
+        elif mine | self.opp[b] == FULL:
+            closed |= 1 << b
+        if closed == FULL and self.result < 0:
+            self.result = 0.5
+        self.me, self.opp = self.opp, me
+        self.won_me, self.won_opp = self.won_opp, won
+        self.closed = closed
+        self.next = -1 if closed >> c & 1 else c
+
+    def winning_moves(self) -> list[int]:
+        """The cells that win the game for the side on move at once."""
+        if self.result >= 0:
+            return []
+        me, opp = self.me, self.opp
+        # Small boards whose win would complete a line of small boards for the mover.
+        threats = COMPLETES[self.won_me] & ~self.closed
+        if not threats:
+            return []
+        boards = (self.next,) if self.next >= 0 else CELLS[threats]
+        return [9 * b + c for b in boards if threats >> b & 1
+                for c in CELLS[COMPLETES[me[b]] & ~opp[b] & FULL]]
+
+
+def _playout(pos: _Position, rnd: Callable[[], float]) -> float:
+    """Finish the game at random (a game-winning move always taken); the mover's reward."""
+    me, opp, won_me, won_opp = pos.me, pos.opp, pos.won_me, pos.won_opp
+    closed, nxt = pos.closed, pos.next
+    reward = 1.0  # of the side now on move, for a win; flipped at every move
+    while True:
+        threats = COMPLETES[won_me] & ~closed
+        if threats:
+            if nxt >= 0:
+                if threats >> nxt & 1 and COMPLETES[me[nxt]] & ~opp[nxt]:
+                    return reward
+            else:
+                for b in CELLS[threats]:
+                    if COMPLETES[me[b]] & ~opp[b]:
+                        return reward
+        if nxt < 0:
+            boards = CELLS[FULL ^ closed]
+            b = boards[int(rnd() * len(boards))]
+        else:
+            b = nxt
+        mine = me[b]
+        cells = CELLS[FULL ^ (mine | opp[b])]
+        c = cells[int(rnd() * len(cells))]
+        mine |= 1 << c
+        me[b] = mine
+        if WON[mine]:
+            won_me |= 1 << b
+            closed |= 1 << b
+            if WON[won_me]:  # the threat check above makes this rare
+                return reward
+        elif mine | opp[b] == FULL:
+            closed |= 1 << b
+        if closed == FULL:
+            return 0.5
+        nxt = -1 if closed >> c & 1 else c
+        me, opp, won_me, won_opp = opp, me, won_opp, won_me
+        reward = 1.0 - reward
+
+
+def playouts_per_second(board: UltimateBoard, rng: random.Random, seconds: float) -> float:
+    """How many play-outs from this board fit in a second of this thread's CPU time."""
+    start = _Position.of(board)
+    done, began = 0, time.thread_time()
+    while time.thread_time() - began < seconds:
+        for _ in range(100):
+            _playout(start.copy(), rng.random)
+        done += 100
+    return done / (time.thread_time() - began)
+
+
+class Node:
+    """One move in the search tree, with its visits and the reward of the side that made it."""
+
+    __slots__ = ("move", "parent", "children", "untried", "visits", "reward")
+
+    def __init__(self, move: int, parent: Node | None, untried: list[int]) -> None:
+        self.move = move
+        self.parent = parent
+        self.children: list[Node] = []
+        self.untried = untried
+        self.visits = 0
+        self.reward = 0.0
+
+    @property
+    def score(self) -> float:
+        """The mean reward of the side that made this move (0..1, a draw counts a half)."""
+        return self.reward / self.visits if self.visits else 0.5
+
+
+def search(
+    board: UltimateBoard,
+    rng: random.Random,
+    playouts: int | None = None,
+    seconds: float | None = None,
+    moves: Sequence[int] | None = None,
+    exploration: float = EXPLORATION,
+) -> Node:
+    """Run UCT from this board until the play-out budget or the time is spent; the root.
+
+    `moves` restricts the root to some legal moves (all of them by default). At least one
+    of `playouts` and `seconds` must be given; with both, whichever runs out first.
+    """
+    if playouts is None and seconds is None:
+        raise ValueError("give the search a play-out budget, a time, or both")
+    start = _Position.of(board)
+    root_moves = list(moves) if moves is not None else start.moves()
+    if not root_moves:
+        raise GameOver("the game is over")
+    root = Node(-1, None, root_moves)
+    rnd = rng.random
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    limit = playouts if playouts is not None else 1 << 62
+    sqrt, log = math.sqrt, math.log
+    done = 0
+    while done < limit:
+        if deadline is not None and done & 15 == 0 and time.perf_counter() >= deadline:
+            break
+        done += 1
+        pos = start.copy()
+        node = root
+        # Selection: while every move of the node has been tried, follow UCB1.
+        while not node.untried and node.children:
+            explore = exploration * sqrt(log(node.visits))
+            best, best_value = node.children[0], -1.0
+            for child in node.children:
+                value = child.reward / child.visits + explore / sqrt(child.visits)
+                if value > best_value:
+                    best, best_value = child, value
+            node = best
+            pos.play(node.move)
+        # Expansion: one untried move, chosen at random.
+        if node.untried:
+            untried = node.untried
+            i = int(rnd() * len(untried))
+            untried[i], untried[-1] = untried[-1], untried[i]
+            move = untried.pop()
+            pos.play(move)
+            child = Node(move, node, pos.moves())
+            node.children.append(child)
+            node = child
+        # Simulation: the reward of the side that made the node's move.
+        reward = pos.result if pos.result >= 0 else 1.0 - _playout(pos, rnd)
+        # Back-propagation, alternating sides.
+        while node is not None:
+            node.visits += 1
+            node.reward += reward
+            reward = 1.0 - reward
+            node = node.parent
+    return root
+
+
+def most_visited(root: Node) -> list[Node]:
+    """The root's children, most visited first (ties: the better score, then the lower cell)."""
+    return sorted(root.children, key=lambda n: (-n.visits, -n.score, n.move))
+
+
+def safe_moves(board: UltimateBoard) -> tuple[list[int], list[int]]:
+    """The moves that win at once, and the moves after which the opponent cannot win at once.
+
+    When every move lets the opponent win at once, the second list holds all of them.
+    """
+    pos = _Position.of(board)
+    wins = pos.winning_moves()
+    moves = pos.moves()
+    safe = []
+    for move in moves:
+        after = pos.copy()
+        after.play(move)
+        if after.result >= 0 or not after.winning_moves():
+            safe.append(move)
+    return wins, safe or moves
+
+
+# --- the levels -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Player:
+    """A move picker: a random safe move with chance `randomness`, else the search's choice.
+
+    A careful player always takes a game-winning move and never lets the opponent win on
+    the next move when it can help it; `random` is the only careless one.
+    """
+
+    name: str
+    randomness: float
+    playouts: int                 # the search's budget a move; 0: no search
+    seconds: float | None = None  # a cap on the search's time a move, for slow hosts
+    careful: bool = True
+    description: str = field(default="", compare=False)
+
+    def choose(self, board: UltimateBoard, rng: random.Random) -> int:
+        """The cell this player marks on a board where the game is still on."""
+        moves = list(board.legal_moves())
+        if not moves:
+            raise GameOver("the game is over")
+        if not self.careful:
+            return rng.choice(moves)
+        wins, safe = safe_moves(board)
+        if wins:
+            return rng.choice(wins)
+        if len(safe) == 1:
+            return safe[0]
+        if self.playouts == 0 or self.randomness and rng.random() < self.randomness:
+            return rng.choice(safe)
+        root = search(board, rng, self.playouts, self.seconds, safe)
+        return most_visited(root)[0].move
+
+
+# Budgets set on the development machine (Python 3.11): hard's search takes at most about
+# a second of one core's time in 95% of positions (`python -m ttt bench --variant
+# ultimate`). `seconds` caps the wall-clock time, so a busy or slow host answers in time
+# with a weaker move.
+LEVELS: dict[str, Player] = {
+    p.name: p
+    for p in (
+        Player("random", 1.0, 0, careful=False,
+               description="plays any legal cell, uniformly at random"),
+        Player("easy", 0.5, 40, 0.1,
+               description="takes a win, blocks a loss; else half the time a random move, "
+                           "half the time a 40-play-out search"),
+        Player("medium", 0.1, 400, 0.5,
+               description="takes a win, blocks a loss; a random move 10% of the time, "
+                           "else a 400-play-out search"),
+        Player("hard", 0.0, 12_000, 1.2,
+               description="takes a win, blocks a loss; else a 12,000-play-out search "
+                           "(about a second)"),
+    )
+}
+AI_LEVELS = ("easy", "medium", "hard")
+
+
+def player(name: str) -> Player:
+    """The ultimate player of that level name; ValueError for an unknown one."""
+    try:
+        return LEVELS[name]
+    except KeyError:
+        raise ValueError(f"unknown level {name!r}: choose one of {', '.join(LEVELS)}") from None
+
+
+# --- analysis and arena -----------------------------------------------------------------------
+
+
+def analyze(
+    board: UltimateBoard,
+    rng: random.Random | None = None,
+    playouts: int | None = None,
+    seconds: float | None = None,
+) -> dict:
+    """Every legal move with its estimated score for the side on move, and the best ones.
+
+    A score is the mean result the search expects after that move (a win 1, a draw 1/2,
+    a loss 0): exact for a move that wins at once (1) or lets the opponent win at once (0).
+    The budget defaults to the `hard` level's; without an rng the answer is reproducible.
+    """
+    moves = board.legal_moves()
+    if not moves:
+        return {"turn": None, "moves": [], "best": []}
+    rng = rng or random.Random(0)
+    if playouts is None and seconds is None:
+        playouts, seconds = LEVELS["hard"].playouts, LEVELS["hard"].seconds
+    wins, safe = safe_moves(board)
+    scores = {move: 0.0 for move in moves}
+    searched = [move for move in safe if move not in wins]
+    best = list(wins)
+    if searched:
+        root = search(board, rng, playouts, seconds, searched)
+        for child in root.children:
+            scores[child.move] = round(child.score, 3)
+        if not best:
+            best = [most_visited(root)[0].move]
+    for move in wins:
+        scores[move] = 1.0
+    return {"turn": board.turn, "moves": [{"cell": m, "score": scores[m]} for m in moves],
+            "best": best}
+
+
+@dataclass
+class Tally:
+    """The results of many games."""
+
+    games: int = 0
+    x_wins: int = 0
+    o_wins: int = 0
+    draws: int = 0
+    plies: int = 0  # moves played over all games
+
+
+def play_game(x: Player, o: Player, rng: random.Random) -> UltimateBoard:
+    """One game of x against o from the empty board; the final board."""
+    board = UltimateBoard()
+    while not board.is_over:
+        board = board.play((x if board.turn == "X" else o).choose(board, rng))
+    return board
+
+
+def arena(
+    x: Player,
+    o: Player,
+    games: int,
+    rng: random.Random,
+    progress: Callable[[int], None] | None = None,
+) -> Tally:
+    """Play `games` games of x against o; the same rng state gives the same tally.
+
+    The players' time caps are lifted: they play their full play-out budgets, so a busy
+    machine neither weakens them nor breaks the replay.
+    """
+    x, o = replace(x, seconds=None), replace(o, seconds=None)
+    tally = Tally()
+    for played in range(1, games + 1):
+        board = play_game(x, o, rng)
+        outcome = board.outcome()
+        assert outcome is not None
+        tally.games += 1
+        tally.plies += board.ply
+        if outcome.winner == "X":
+            tally.x_wins += 1
+        elif outcome.winner == "O":
+            tally.o_wins += 1
+        else:
+            tally.draws += 1
+        if progress:
+            progress(played)
+    return tally

@@ -1,0 +1,127 @@
+"""The games the server offers, each behind one small interface: classic and ultimate.
+
+The master, the store and the pages ask a `Variant` for its board, its AI levels, its
+analysis, its view's extra fields and its replay-link format, instead of testing
+`if variant == ...` wherever the two games differ.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ttt import analysis, mcts, players
+from ttt.rules import Board, Mark, Outcome
+from ttt.ultimate import UltimateBoard
+
+
+class GameBoard(Protocol):
+    """What both boards offer: immutable, actions are cell numbers."""
+
+    @property
+    def turn(self) -> Mark | None: ...
+    @property
+    def is_over(self) -> bool: ...
+    @property
+    def ply(self) -> int: ...
+    def legal_moves(self) -> tuple[int, ...]: ...
+    def play(self, cell: int) -> GameBoard: ...
+    def outcome(self) -> Outcome | None: ...
+    def cell(self, index: int) -> str: ...
+
+
+class MovePicker(Protocol):
+    """An AI level: picks a legal cell with the injected rng."""
+
+    name: str
+
+    def choose(self, board, rng: random.Random) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One game: its board, its AI levels and what the server says about a position."""
+
+    name: str
+    cells: int                                  # cells are numbered 0..cells-1
+    board: type                                 # Board or UltimateBoard
+    levels: tuple[str, ...]                     # the AI levels a player may choose
+    player: Callable[[str], MovePicker]         # level name -> picker; ValueError if unknown
+    analyze: Callable[[GameBoard], dict]        # the `analyze` answer for a position
+    review: Callable[[Sequence[int]], dict]     # a finished game for the replay page
+    extra_view: Callable[[GameBoard], dict]     # fields the view adds to `board`
+    separator: str                              # between cells in a replay link
+
+    def new_board(self) -> GameBoard:
+        """The empty board."""
+        return self.board()
+
+    def from_moves(self, moves: Sequence[int]) -> GameBoard:
+        """The board after these cells; the rules' IllegalMove (a ValueError) for a bad one."""
+        return self.board.from_moves(list(moves))
+
+    def format_moves(self, moves: Sequence[int]) -> str:
+        """The moves as a replay link's path part: '408' classic, '40.36.4' ultimate."""
+        return self.separator.join(str(cell) for cell in moves)
+
+    def parse_moves(self, text: str) -> list[int]:
+        """A replay link's moves, checked against the rules; ValueError if they are not a game."""
+        parts = text.split(self.separator) if self.separator else list(text)
+        if not text or len(parts) > self.cells or not all(p.isdigit() and len(p) <= 2
+                                                          for p in parts):
+            raise ValueError(f"not a move list: {text!r}")
+        moves = [int(p) for p in parts]
+        self.from_moves(moves)
+        return moves
+
+
+def _ultimate_review(moves: Sequence[int]) -> dict:
+    """Every position of an ultimate game (no mistakes are judged: the game is not solved)."""
+    boards = [UltimateBoard()]
+    for cell in moves:
+        boards.append(boards[-1].play(cell))
+    return {"positions": [str(b) for b in boards],
+            "boards": [b.boards for b in boards],
+            "next": [b.next for b in boards],
+            "review": {"X": None, "O": None}}
+
+
+def _ultimate_view(board: GameBoard) -> dict:
+    assert isinstance(board, UltimateBoard)
+    return {"boards": board.boards, "next": board.next}
+
+
+CLASSIC = Variant(
+    name="classic",
+    cells=9,
+    board=Board,
+    levels=players.AI_LEVELS,
+    player=players.player,
+    analyze=analysis.analyze,  # type: ignore[arg-type]
+    review=analysis.review,
+    extra_view=lambda board: {},
+    separator="",
+)
+ULTIMATE = Variant(
+    name="ultimate",
+    cells=81,
+    board=UltimateBoard,
+    levels=mcts.AI_LEVELS,
+    player=mcts.player,
+    analyze=mcts.analyze,  # type: ignore[arg-type]
+    review=_ultimate_review,
+    extra_view=_ultimate_view,
+    separator=".",
+)
+VARIANTS: dict[str, Variant] = {v.name: v for v in (CLASSIC, ULTIMATE)}
+
+
+def variant(name: str) -> Variant:
+    """The variant of that name; ValueError for an unknown one."""
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}: choose one of {', '.join(VARIANTS)}") \
+            from None
