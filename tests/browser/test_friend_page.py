@@ -212,11 +212,18 @@ def test_a_rematch_offer_is_declined_then_accepted_and_nobody_is_pulled_in(open_
     expect(host.locator("#offer-text")).to_have_text("Your friend wants a rematch")
     expect(host.locator("#board-wrap")).to_have_class(re.compile("is-replay"))  # not yanked
     expect(status(host)).to_have_text("You win!")
+    watcher.locator("#review [data-step='first']").click()  # reading the review too
     host.locator("#accept").click()
 
-    # Sides swap: the guest (who asked) and the watcher follow; the host accepted.
+    # Sides swap: the guest (who asked) follows; the host accepted.
     expect(status(host)).to_have_text("Your friend's turn")
     expect(status(guest)).to_have_text("Your turn")
+    # The watcher, in the middle of the review, is told and follows when it wants to.
+    expect(watcher.locator("#follow")).to_be_visible()
+    expect(watcher.locator("#announce")).to_have_text("A rematch has started")
+    expect(status(watcher)).to_have_text("You are watching — X wins")
+    audit(watcher, "a rematch to follow", problems)
+    watcher.locator("#follow").click()
     expect(status(watcher)).to_have_text("You are watching — X to move")
     assert host.url == guest.url == watcher.url != link
     expect(host.locator("#player-o .player-name")).to_have_text("You")
@@ -296,14 +303,16 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     watcher = open_page(device, path=link)
     expect(status(guest)).to_have_text("Your friend's turn")
     expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
-    host.evaluate(WATCH_SHIFTS)
     expect(clock).to_have_text(re.compile(r"^0:0\d$"))
+    host.reload()  # the clock is the server's: a reload does not give the time back
+    expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
+    expect(clock).to_have_text(re.compile(r"^0:0\d$"))
+    host.evaluate(WATCH_SHIFTS)
     expect(watcher.locator("#player-x .player-clock")).to_have_text(re.compile(r"^0:0\d$"))
-    audit(host, "a timed game running", problems)
     expect(host.locator("#player-x")).to_have_class(re.compile("is-low"), timeout=10_000)
     expect(host.locator("#announce")).to_have_text(re.compile(r"^\d seconds left$"))
     assert host.evaluate("() => window.shifted") < 0.001  # the clock ticking moved nothing
-    audit(host, "a timed game, the last seconds", problems)
+    audit(host, "a timed game running, in its last seconds", problems)
 
     # X never moves: the server ends the game by itself, and everybody sees it.
     expect(status(host)).to_have_text("Out of time — your friend wins", timeout=15_000)
