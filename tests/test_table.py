@@ -443,3 +443,53 @@ def test_leaving_for_another_game_leaves_the_seat_offline(table):
     ana, ben, gid = friends(table)
     reply = ben.ok("new_game", mode="ai", you="X", level="easy")
     assert pushed(reply, room(gid, "X"))["online"]["O"] is False
+
+
+# --- ultimate ----------------------------------------------------------------------------------
+
+def test_an_ultimate_game_against_the_ai_sends_the_opponent_to_the_matching_board(table):
+    ana = Person(table)
+    assert ana.code("new_game", mode="ai", you="X", level="perfect",
+                    variant="ultimate") == "bad_request"
+    game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
+    assert game["variant"] == "ultimate" and len(game["board"]) == 81
+    assert game["boards"] == "........." and game["next"] is None
+    assert ana.code("move", game=game["id"], cell=81) == "bad_request"
+    first = ana("move", game=game["id"], cell=40)  # the centre of the centre board
+    assert first.then is not None  # the AI thinks after the move is shown
+    shown = {p.room: p.body() for p in first.pushes}
+    assert shown[room(game["id"], "X")]["moves"] == [40]
+    answer = first.then().answer
+    assert answer["ok"] and answer["played"]["moves"] == [40]
+    reply = answer["game"]["moves"][-1]
+    assert len(answer["game"]["moves"]) == 2 and reply // 9 == 4  # sent to board 4
+    assert answer["game"]["next"] == reply % 9
+    wrong = next(c for c in range(81) if c // 9 != reply % 9 and answer["game"]["board"][c] == ".")
+    assert ana.code("move", game=game["id"], cell=wrong) == "not_allowed"
+    assert ana.code("move", game=game["id"], cell=40) == "occupied"
+    judged = ana.ok("analyze", game=game["id"]).answer["analysis"]
+    assert judged["turn"] == "X" and judged["best"]
+    assert all(0 <= m["score"] <= 1 and m["cell"] // 9 == reply % 9 for m in judged["moves"])
+
+
+def test_an_ultimate_friend_game_and_its_rematch_keep_the_variant(table):
+    ana, ben = Person(table), Person(table)
+    gid = ana.ok("new_game", mode="friend", you="X", variant="ultimate").answer["game"]["id"]
+    ben.ok("join", game=gid)
+    ana.ok("move", game=gid, cell=0)
+    assert ben.code("move", game=gid, cell=9) == "not_allowed"  # must play in board 0
+    ben.ok("move", game=gid, cell=1)
+    ben.ok("resign", game=gid)
+    ben.ok("rematch", game=gid)
+    fresh = ana.ok("rematch", game=gid).answer["game"]
+    assert fresh["variant"] == "ultimate" and fresh["boards"] == "........."
+
+
+def test_a_stuck_ai_turn_is_played_when_someone_joins(table):
+    """A process that stopped while the ultimate AI was thinking leaves its turn; join heals."""
+    ana = Person(table)
+    game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
+    ana("move", game=game["id"], cell=40)  # the AI's thinking (`then`) never runs
+    assert len(table.store.get(game["id"]).moves) == 1
+    healed = ana.ok("join", game=game["id"]).answer["game"]
+    assert len(healed["moves"]) == 2 and healed["turn"] == "X"

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from ttt.players import AI_LEVELS, player
-from ttt.rules import Board, Mark
+from ttt.rules import Mark
+from ttt.ultimate import WrongBoard
+from ttt.variants import VARIANTS, GameBoard, Variant
 
 Mode = Literal["ai", "local", "friend"]
 MODES: tuple[str, ...] = ("ai", "local", "friend")
@@ -87,10 +88,15 @@ class Match:
     updated: float = 0.0
     rev: int = 0                         # bumps on every change; stores compare-and-set on it
 
+    @property
+    def rules(self) -> Variant:
+        """The game being played: classic or ultimate."""
+        return VARIANTS[self.variant]
+
     @cached_property
-    def board(self) -> Board:
+    def board(self) -> GameBoard:
         """The position after the moves."""
-        return Board.from_moves(self.moves)
+        return self.rules.from_moves(self.moves)
 
     @cached_property
     def status(self) -> str:
@@ -189,6 +195,7 @@ class Match:
             "hints": dict(self.hints),
             "rematch": self.rematch_id,
             "start": self.start,
+            **self.rules.extra_view(self.board),
         }
 
     def public(self, online: dict[str, bool] | None = None) -> dict[str, Any]:
@@ -300,12 +307,18 @@ def _abortable(match: Match) -> bool:
 def create(mode: str, creator: str, now: float, you: str = "X", level: str | None = None,
            rng: random.Random | None = None, game_id: str | None = None,
            moves: tuple[int, ...] = (), clock: int | None = None,
-           name: str | None = None, origin: str | None = None) -> Match:
+           name: str | None = None, origin: str | None = None, variant: str = "classic",
+           think: bool = True) -> Match:
     """A new game; against the AI as O, the AI's opening move is already played.
 
     `moves` starts the game from that position instead of the empty board (to try
-    a position again); such a game does not count in the player's record.
+    a position again); such a game does not count in the player's record. With
+    `think` false the AI's opening move is left for the caller (a slow AI thinks
+    outside any transaction).
     """
+    if variant not in VARIANTS:
+        raise MatchError("bad_request", f"variant must be one of {', '.join(VARIANTS)}")
+    rules = VARIANTS[variant]
     if mode not in MODES:
         raise MatchError("bad_request", f"unknown mode {mode!r}")
     if you not in SIDES:
@@ -314,8 +327,8 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
         raise MatchError("bad_request", "clock must be 10, 30 or 60, in a game against a friend")
     names: dict[str, str | None] = _nobody()
     if mode == "ai":
-        if level not in AI_LEVELS:
-            raise MatchError("bad_request", f"level must be one of {', '.join(AI_LEVELS)}")
+        if level not in rules.levels:
+            raise MatchError("bad_request", f"level must be one of {', '.join(rules.levels)}")
         seats: dict[str, str | None] = {you: creator, other(you): AI}
         names[you] = name
     elif mode == "local":
@@ -324,7 +337,7 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
         level, seats = None, {you: creator, other(you): None}
         names[you] = name
     try:
-        start = Board.from_moves(moves)
+        start = rules.from_moves(moves)
     except ValueError as error:
         raise MatchError("bad_request", f"moves: {error}") from None
     if start.is_over:
@@ -332,8 +345,8 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
     seated = {m: (now if seats[m] else None) for m in SIDES}
     match = Match(id=game_id or new_id(), mode=mode, level=level, seats=seats,  # type: ignore[arg-type]
                   moves=tuple(moves), start=len(moves), names=names, seated=seated,
-                  clock=clock, origin=origin, created=now, updated=now)
-    return ai_reply(match, rng or random.Random(), now, stamp=False)
+                  clock=clock, variant=variant, origin=origin, created=now, updated=now)
+    return ai_reply(match, rng or random.Random(), now, stamp=False) if think else match
 
 
 def _checked(match: Match, player_id: str) -> str:
@@ -354,12 +367,18 @@ def play(match: Match, player_id: str, cell: Any, now: float,
         raise MatchError("stale", f"the game is at version {len(match.moves)}, not {version}")
     if role != "both" and match.turn != role:
         raise MatchError("not_your_turn", "it is not your turn")
-    if type(cell) is not int or not 0 <= cell <= 8:
-        raise MatchError("bad_request", "cell must be a whole number from 0 to 8")
+    last = match.rules.cells - 1
+    if type(cell) is not int or not 0 <= cell <= last:
+        raise MatchError("bad_request", f"cell must be a whole number from 0 to {last}")
     if match.board.cell(cell) != ".":
         raise MatchError("occupied", "that square is taken")
-    moved = match.changed(now, moves=(*match.moves, cell))
-    return _restart_clock(moved, now)
+    try:
+        board = match.board.play(cell)
+    except WrongBoard as error:
+        raise MatchError("not_allowed", str(error)) from None
+    moved = _restart_clock(match.changed(now, moves=(*match.moves, cell)), now)
+    moved.__dict__["board"] = board  # a cached_property, already known: no replay of the moves
+    return moved
 
 
 def _restart_clock(match: Match, now: float) -> Match:
@@ -382,16 +401,32 @@ def time_out(match: Match, now: float) -> Match:
     return match.changed(now, finish=Finish("time", other(match.turn)), deadline=None)
 
 
-def ai_reply(match: Match, rng: random.Random, now: float, stamp: bool = True) -> Match:
-    """The match after the AI's move if it is the AI's turn, else the match unchanged."""
+def ai_to_move(match: Match) -> bool:
+    """Whether it is the AI's turn."""
     turn = match.turn
-    if match.mode != "ai" or turn is None or match.seats[turn] != AI:
-        return match
-    assert match.level is not None
-    cell = player(match.level).choose(match.board, rng)
+    return match.mode == "ai" and turn is not None and match.seats[turn] == AI
+
+
+def ai_move(match: Match, rng: random.Random) -> int:
+    """The cell the AI picks in this position (it must be the AI's turn)."""
+    assert match.level is not None and ai_to_move(match)
+    return match.rules.player(match.level).choose(match.board, rng)
+
+
+def ai_plays(match: Match, cell: int, now: float, stamp: bool = True) -> Match:
+    """The match after the AI marks `cell`, picked earlier by `ai_move` on this position."""
+    if not ai_to_move(match):
+        raise MatchError("not_your_turn", "it is not the AI's turn")
     if not stamp:  # the opening move of a new game: it is still untouched
         return replace(match, moves=(*match.moves, cell))
     return match.changed(now, moves=(*match.moves, cell))
+
+
+def ai_reply(match: Match, rng: random.Random, now: float, stamp: bool = True) -> Match:
+    """The match after the AI's move if it is the AI's turn, else the match unchanged."""
+    if not ai_to_move(match):
+        return match
+    return ai_plays(match, ai_move(match, rng), now, stamp)
 
 
 def take_seat(match: Match, player_id: str, now: float, name: str | None = None) -> Match:
@@ -474,7 +509,7 @@ def decline(match: Match, player_id: str, now: float) -> Match:
 
 
 def rematch(match: Match, player_id: str, now: float, rng: random.Random,
-            game_id: str | None = None) -> tuple[Match, Match]:
+            game_id: str | None = None, think: bool = True) -> tuple[Match, Match]:
     """(the old match marked as continued, the new game with sides swapped).
 
     In a friend game only the player who did not make the offer can start it.
@@ -492,7 +527,9 @@ def rematch(match: Match, player_id: str, now: float, rng: random.Random,
     fresh = Match(id=game_id or new_id(), mode=match.mode, level=match.level, seats=seats,
                   series=series, names=names, seated={m: now for m in SIDES},
                   clock=match.clock, variant=match.variant, created=now, updated=now)
-    fresh = _restart_clock(ai_reply(fresh, rng, now, stamp=False), now)
+    if think:
+        fresh = ai_reply(fresh, rng, now, stamp=False)
+    fresh = _restart_clock(fresh, now)
     return match.changed(now, rematch_id=fresh.id, offer=None), fresh
 
 
@@ -516,11 +553,12 @@ def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
     if after.mode != "ai" or after.start or before.is_over or not after.is_over:
         return []
     assert after.level is not None
+    level = after.level if after.variant == "classic" else f"{after.variant}-{after.level}"
     found = []
     for mark in SIDES:
         seat = after.seats[mark]
         if seat and seat != AI:
             outcome = ("draws" if after.winner is None
                        else "wins" if after.winner == mark else "losses")
-            found.append((seat, after.level, outcome))
+            found.append((seat, level, outcome))
     return found

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttt import analysis
 from ttt.match import (
     AI,
     CLOCKS,
@@ -28,7 +27,10 @@ from ttt.match import (
     Match,
     MatchError,
     abort,
+    ai_move,
+    ai_plays,
     ai_reply,
+    ai_to_move,
     claim,
     create,
     decline,
@@ -44,9 +46,8 @@ from ttt.match import (
     take_seat,
     time_out,
 )
-from ttt.players import AI_LEVELS
-from ttt.rules import Board
 from ttt.store import CapReached, Caps, Store, Update
+from ttt.variants import VARIANTS
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 ROLES = ("X", "O", "both", "spectator")
@@ -85,11 +86,16 @@ class Push:
 
 @dataclass
 class Reply:
-    """What an event comes to: the answer, the pushes, and the game the sender now shows."""
+    """What an event comes to: the answer, the pushes, and the game the sender now shows.
+
+    `then`, when set, is more work before the answer (a slow AI thinking): emit these
+    pushes first, then call it for the Reply that carries the answer.
+    """
 
     answer: dict[str, Any]
     pushes: list[Push] = field(default_factory=list)
     show: str | None = None   # the room the sender's connection now belongs to
+    then: Callable[[], Reply] | None = None
 
 
 def room(game_id: str, role: str) -> str:
@@ -137,11 +143,12 @@ def whole(payload: dict, key: str, low: int, high: int) -> int:
     return value
 
 
-def moves_of(payload: dict) -> tuple[int, ...]:
+def moves_of(payload: dict, cells: int) -> tuple[int, ...]:
     moves = payload.get("moves", [])
-    if (not isinstance(moves, list) or len(moves) > 8
-            or any(type(c) is not int or not 0 <= c <= 8 for c in moves)):
-        raise MatchError("bad_request", "moves must be a list of at most 8 cells from 0 to 8")
+    if (not isinstance(moves, list) or len(moves) >= cells
+            or any(type(c) is not int or not 0 <= c < cells for c in moves)):
+        raise MatchError("bad_request",
+                         f"moves must be a list of fewer than {cells} cells from 0 to {cells - 1}")
     return tuple(moves)
 
 
@@ -318,10 +325,11 @@ class Table:
     def new_game(self, sid: str, payload: dict) -> Reply:
         mode = choice(payload, "mode", MODES)
         you = choice(payload, "you", SIDES) if mode != "local" else "X"
-        level = choice(payload, "level", AI_LEVELS) if mode == "ai" else None
+        variant = choice(payload, "variant", tuple(VARIANTS), "classic")
+        rules = VARIANTS[variant]
+        level = choice(payload, "level", rules.levels) if mode == "ai" else None
         clock = choice(payload, "clock", (None, *CLOCKS))
-        choice(payload, "variant", ("classic",), "classic")
-        moves = moves_of(payload)
+        moves = moves_of(payload, rules.cells)
         player = self._player(sid)
         conn = self.presence.connection(sid)
         per_minute = self.limits.creations_per_minute
@@ -329,8 +337,10 @@ class Table:
                 and self._creations.take(f"a:{conn.address}", per_minute)):
             raise MatchError("rate_limited", "too many new games at once: wait a moment")
         name = self.store.name(player) if mode != "local" else None
+        # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
-                       moves=moves, clock=clock, name=name, origin=self.origin(conn.address))
+                       moves=moves, clock=clock, name=name, origin=self.origin(conn.address),
+                       variant=variant)
         limits = self.limits
         try:
             self.store.create(match, Caps(limits.live_per_player, limits.live_total,
@@ -355,12 +365,14 @@ class Table:
             if match is None:
                 return Reply({"ok": True, "game": None, "you": "spectator",
                               "record": self.store.record(player)})
+        if ai_to_move(match):  # a process stopped while the AI was thinking: it thinks again
+            match = self._think(match)[1]
         return self._enter(sid, match, player)
 
     def move(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
-        cell = whole(payload, "cell", 0, 8)
-        version = whole(payload, "version", 0, 9) if "version" in payload else None
+        cell = whole(payload, "cell", 0, 80)
+        version = whole(payload, "version", 0, 81) if "version" in payload else None
         player = self._player(sid)
         played: list[Match] = []
         late: list[bool] = []
@@ -371,41 +383,67 @@ class Table:
                 late.append(True)
                 return Update(time_out(match, now))
             played.append(play(match, player, cell, now, version))
-            after = ai_reply(played[-1], self.rng, now)
+            after = played[-1]
+            if match.rules.instant_ai:  # microseconds: the reply lands in the same transaction
+                after = ai_reply(after, self.rng, now)
             return Update(after, self._credits(match, after))
 
         before, after = self._update(game_id, change)
         credits = self._credits(before, after)
-        pushes = self._changed(after, credits)
         if late:
-            return Reply(refusal("game_over", "your time ran out"), pushes)
+            return Reply(refusal("game_over", "your time ran out"), self._changed(after, credits))
+        if ai_to_move(after):
+            # A slow AI thinks outside the transaction; everyone, the mover too, sees the
+            # move at once, and the answer follows the reply as the contract says.
+            now_shown = [Push(p.event, p.room, p.payload, skip_sender=False)
+                         for p in self._changed(after, credits)]
+            return Reply({}, now_shown, then=lambda: self._answer_move(
+                player, played[-1], *self._think(after)))
+        return self._answer_move(player, played[-1], before, after)
+
+    def _answer_move(self, player: str, played: Match, before: Match, after: Match) -> Reply:
+        credits = self._credits(before, after)
         role = after.role(player)
         answer: dict[str, Any] = {"ok": True, "game": self.view(after, role)}
-        if played[-1].rev != after.rev:
-            answer["played"] = self.view(played[-1], role)
+        if played.rev != after.rev:
+            answer["played"] = self.view(played, role)
         if credits:
             answer["record"] = self.store.record(player)
-        return Reply(answer, pushes)
+        return Reply(answer, self._changed(after, credits))
+
+    def _think(self, match: Match) -> tuple[Match, Match]:
+        """The AI's move in `match`, chosen outside any transaction, then landed if nothing
+        changed meanwhile; (the match before the AI's move, the match after it)."""
+        cell = ai_move(match, self.rng)
+
+        def change(current: Match) -> Match | Update:
+            if current.rev != match.rev:  # someone got in first: leave it as it is
+                return current
+            after = ai_plays(current, cell, self.clock())
+            return Update(after, self._credits(current, after))
+
+        return self._update(match.id, change)
 
     def analyze(self, sid: str, payload: dict) -> Reply:
         match = self._load(game_id_of(payload))
         if match.mode == "friend" and not match.is_over:
             raise MatchError("not_allowed", "no analysis while a game against a friend is on")
         ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
-        board = match.board if ply is None else Board.from_moves(match.moves[:ply])
-        answer = {"ok": True, "analysis": analysis.analyze(board), "version": len(match.moves),
+        rules = match.rules
+        board = match.board if ply is None else rules.from_moves(match.moves[:ply])
+        answer = {"ok": True, "analysis": rules.analyze(board), "version": len(match.moves),
                   "ply": len(match.moves) if ply is None else ply}
         if match.is_over:
-            answer.update(analysis.review(match.moves))
+            answer.update(rules.review(match.moves))
         return Reply(answer)
 
     def hint(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
         before, match = self._update(game_id_of(payload), lambda m: hint(m, player, self.clock()))
         pushes = self.game_pushes(match) if match.rev != before.rev else []
-        judged = analysis.analyze(match.board)
+        judged = match.rules.analyze(match.board)
         return Reply({"ok": True, "game": self.view(match, match.role(player)),
-                      "best": judged["best"], "advice": judged["advice"]}, pushes)
+                      "best": judged["best"], "advice": judged.get("advice", "")}, pushes)
 
     def rematch(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
@@ -429,12 +467,15 @@ class Table:
             def change(match: Match) -> Match | Update:
                 if match.rematch_id:  # someone else's rematch got in first: keep theirs
                     return match
-                marked, fresh = rematch(match, player, self.clock(), self.rng)
+                marked, fresh = rematch(match, player, self.clock(), self.rng,
+                                        think=match.rules.instant_ai)
                 return Update(marked, create=fresh)
 
             _, old = self._update(game_id, change)
         assert old.rematch_id is not None
         fresh = self._load(old.rematch_id)
+        if ai_to_move(fresh):  # a slow AI opens the rematch outside the transaction
+            fresh = self._think(fresh)[1]
         reply = self._enter(sid, fresh, player, started=True)
         # Everyone who saw the old game follows: each side now sits at the other.
         swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}

@@ -53,6 +53,8 @@ class Variant:
     review: Callable[[Sequence[int]], dict]     # a finished game for the replay page
     extra_view: Callable[[GameBoard], dict]     # fields the view adds to `board`
     separator: str                              # between cells in a replay link
+    instant_ai: bool                            # the AI answers in microseconds (inside a
+                                                # store transaction), not in about a second
 
     def new_board(self) -> GameBoard:
         """The empty board."""
@@ -103,6 +105,7 @@ CLASSIC = Variant(
     review=analysis.review,
     extra_view=lambda board: {},
     separator="",
+    instant_ai=True,
 )
 ULTIMATE = Variant(
     name="ultimate",
@@ -114,8 +117,12 @@ ULTIMATE = Variant(
     review=_ultimate_review,
     extra_view=_ultimate_view,
     separator=".",
+    instant_ai=False,
 )
 VARIANTS: dict[str, Variant] = {v.name: v for v in (CLASSIC, ULTIMATE)}
+# The keys of a player's record: the classic levels, then each other variant's as "name-level".
+RECORD_LEVELS: tuple[str, ...] = (*CLASSIC.levels, *(f"{v.name}-{level}" for v in (ULTIMATE,)
+                                                     for level in v.levels))
 
 
 def variant(name: str) -> Variant:

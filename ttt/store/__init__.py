@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ttt.match import Match
-from ttt.players import AI_LEVELS
+from ttt.variants import RECORD_LEVELS
 
 MAX_RETRIES = 20
 OUTCOMES = ("wins", "draws", "losses")
@@ -116,7 +116,7 @@ class Store(Protocol):
 
 def empty_record() -> dict[str, dict[str, int]]:
     """A record with no games."""
-    return {level: dict.fromkeys(OUTCOMES, 0) for level in AI_LEVELS}
+    return {level: dict.fromkeys(OUTCOMES, 0) for level in RECORD_LEVELS}
 
 
 def add_credits(record: dict[str, dict[str, int]], player_id: str,

@@ -200,7 +200,8 @@ class SqliteStore:
     @staticmethod
     def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
         row = conn.execute("SELECT record FROM players WHERE id = ?", (player_id,)).fetchone()
-        return json.loads(row[0]) if row and row[0] else empty_record()
+        # Levels added since the record was written read as no games.
+        return {**empty_record(), **json.loads(row[0])} if row and row[0] else empty_record()
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         with self._conn() as conn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 from collections.abc import Iterable
@@ -67,17 +68,21 @@ def register(socketio: SocketIO, table: Table) -> None:
             sid = request.sid
             if not table.presence.take_token(sid, current_app.config["TTT_RATE_LIMIT"]):
                 return refusal("rate_limited", "slow down")
-            try:
-                reply = table.handle(name, sid, payload)
-            except StoreUnavailable:
-                return refusal("unavailable", "the game store is unavailable; retrying")
-            except Exception:  # a bug: say so once in the log, never drop the connection
-                log.exception("event %s failed", name)
-                return refusal("internal", "something went wrong on the server")
-            if reply.show:
-                _show(reply.show)
-            emit_all(socketio, reply.pushes, sid)
-            return reply.answer
+            step = functools.partial(table.handle, name, sid, payload)
+            while True:
+                try:
+                    reply = step()
+                except StoreUnavailable:
+                    return refusal("unavailable", "the game store is unavailable; retrying")
+                except Exception:  # a bug: say so once in the log, never drop the connection
+                    log.exception("event %s failed", name)
+                    return refusal("internal", "something went wrong on the server")
+                if reply.show:
+                    _show(reply.show)
+                emit_all(socketio, reply.pushes, sid)
+                if reply.then is None:
+                    return reply.answer
+                step = reply.then  # e.g. the AI thinks: the pushes above show the move first
 
         return handler
 
