@@ -376,16 +376,21 @@ def play(match: Match, player_id: str, cell: Any, now: float,
         board = match.board.play(cell)
     except WrongBoard as error:
         raise MatchError("not_allowed", str(error)) from None
-    moved = _restart_clock(match.changed(now, moves=(*match.moves, cell)), now)
+    moved = match.changed(now, moves=(*match.moves, cell),
+                          deadline=_deadline(match, now, board.is_over))
     moved.__dict__["board"] = board  # a cached_property, already known: no replay of the moves
     return moved
 
 
+def _deadline(match: Match, now: float, over: bool) -> float | None:
+    """When the side on move runs out: a full clock, none once over or while a seat is open."""
+    running = match.clock is not None and not over and all(match.seats[m] for m in SIDES)
+    return now + match.clock if running else None  # type: ignore[operator]
+
+
 def _restart_clock(match: Match, now: float) -> Match:
-    """The side on move gets a full clock; no clock once over or while a seat is open."""
-    running = (match.clock is not None and not match.is_over
-               and all(match.seats[m] for m in SIDES))
-    return replace(match, deadline=now + match.clock if running else None)  # type: ignore[operator]
+    """The match with the side on move given a full clock (or no clock)."""
+    return replace(match, deadline=_deadline(match, now, match.is_over))
 
 
 def expired(match: Match, now: float) -> bool:
