@@ -340,6 +340,7 @@ def test_names_are_checked_kept_and_pushed_to_every_game_the_person_sits_in(tabl
     reply = ana.ok("set_name", name="  Ana <b>  ")
     assert reply.answer == {"ok": True, "name": "Ana <b>"}
     assert pushed(reply, room(gid, "O"))["names"] == {"X": "Ana <b>", "O": None}
+    assert all(not p.skip_sender for p in reply.pushes)  # the renamer's own page hears it too
     # A later game takes the name from the start.
     later = ana.ok("new_game", mode="friend", you="O").answer["game"]
     assert later["names"] == {"X": None, "O": "Ana <b>"}
@@ -369,6 +370,9 @@ def test_reactions_reach_the_whole_room_once_a_second_at_most(table, clock):
     ai = ana.ok("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
     clock.now += 1
     assert ana.code("react", game=ai, reaction="👍") == "not_allowed"
+    alone = ana.ok("new_game", mode="friend", you="X").answer["game"]
+    assert "react" not in alone["can"]
+    assert ana.code("react", game=alone["id"], reaction="👍") == "not_allowed"
 
 
 # --- caps and limits ---------------------------------------------------------------------------

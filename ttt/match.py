@@ -292,8 +292,8 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
         can.append("rematch")
     if match.offer and role in ("X", "O") and not match.rematch_id:
         can.append("decline")
-    if match.mode == "friend" and role in ("X", "O"):
-        can.append("react")
+    if match.mode == "friend" and role in ("X", "O") and all(match.seats.values()):
+        can.append("react")  # once there is somebody to react to
     return can
 
 

@@ -528,7 +528,9 @@ class Table:
         for game_id in dict.fromkeys([*self.store.live_games(player), *shown]):
             changed = self.store.update(game_id, lambda m: rename(m, player, name, self.clock()))
             if changed and changed[1].rev != changed[0].rev:
-                pushes += self.game_pushes(changed[1])
+                # The sender's own page shows the new name too: it has no game in the answer.
+                pushes += [Push(p.event, p.room, p.payload, skip_sender=False)
+                           for p in self.game_pushes(changed[1])]
         return Reply({"ok": True, "name": name}, pushes)
 
     def react(self, sid: str, payload: dict) -> Reply:
@@ -538,8 +540,8 @@ class Table:
         role = match.role(player)
         if role == "spectator":
             raise MatchError("spectator", "only the players can react")
-        if match.mode != "friend":
-            raise MatchError("not_allowed", "reactions are for games against a friend")
+        if match.mode != "friend" or not all(match.seats.values()):
+            raise MatchError("not_allowed", "reactions are for a friend who has joined")
         now = self.clock()
         if now - self._reacted.get(player, float("-inf")) < self.limits.reaction_every:
             raise MatchError("rate_limited", "one reaction a second")
