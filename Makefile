@@ -17,13 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,prod,plot]'
 	@touch $@
 
-# Debian's Chromium (browser tests) and redis-server (multi-process tests), when missing.
+# Debian's Chromium (browser tests, with an emoji font for the reactions) and redis-server
+# (multi-process tests), when missing.
 system:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then \
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
+	    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends chromium redis-server; \
-	  else echo "note: chromium or redis-server missing and not root: their tests will skip"; fi; \
+	    apt-get install -y -qq --no-install-recommends chromium redis-server fonts-noto-color-emoji; \
+	  else echo "note: chromium, redis-server or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
 
 run: $(STAMP)
