@@ -1,8 +1,8 @@
 """Capacity at human pace: how many players one server process holds (issue 15).
 
     python -m bench.capacity [--only threading|gevent] [--max-players 3000] [--budget 240]
-                             [--window 8] [--workers 2] [--limit-ms 100] [--server-root PATH]
-                             [--json]
+                             [--window 8] [--workers 2] [--limit-ms 100] [--refine 2]
+                             [--store sqlite|memory] [--server-root PATH] [--quick] [--json]
 
 For each set-up (threading: `python app.py`; gevent: gunicorn -k gevent -w 1) it starts the
 project's server on 127.0.0.1 (SQLite in a temporary directory, rate limit off), warms it up,
@@ -12,8 +12,11 @@ the p99 of the `move` round trips, the server's CPU per move (utime + stime from
 /proc/PID/stat over the moves made) and its memory per connected player (resident memory
 above the warmed-up server with no players, divided by the players). The ramp stops at the
 first level whose p99 passes --limit-ms (or on a failed call), at --max-players, near the
-open-file limit, or when the set-up's share of --budget seconds is spent. The answer is the
-largest level that stayed under the limit.
+open-file limit, or when the set-up's share of --budget seconds is spent; then it steps back
+down (--refine times, halving the interval between the last level under the limit and the
+first over it, by disconnecting players). The answer is the largest level that stayed under
+the limit. `--store memory` runs the same ramp on the in-memory store, to tell the store's
+share from the rest.
 
 The players are python-socketio AsyncClients spread over --workers processes, so the client
 is not what limits the count; each level reports every worker's CPU (as a share of one core)
@@ -266,8 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite",
                         help="the server's store (default SQLite, as deployed)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run for tests: 4 then 8 players, short windows")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.start, args.max_players, args.window, args.settle = 4, 8, 3.0, 1.0
+        args.budget, args.workers, args.refine = 40.0, 1, 0
     if not (1 <= args.start <= args.max_players <= 20_000 and 1 <= args.workers <= 16
             and 0 < args.window <= 120 and 0 <= args.settle <= 60
             and 10 <= args.budget <= 1800 and args.limit_ms > 0 and 0 <= args.refine <= 5):
