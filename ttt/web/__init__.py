@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Flask, current_app
 from flask_socketio import SocketIO
+from socketio import packet as socketio_packet
 
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
@@ -58,6 +59,13 @@ def _secret_key(instance: Path) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(key)
     return key
+
+
+class TextPacket(socketio_packet.Packet):
+    """A Socket.IO packet that is never binary: the server sends only JSON, so the walk over
+    every payload looking for bytes (python-socketio's default) is skipped."""
+
+    uses_binary_events = False
 
 
 class _NoClientTracebacks(logging.Filter):
@@ -171,6 +179,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
         ping_interval=10,
         ping_timeout=10,
+        serializer=TextPacket,
         # cors_allowed_origins left at its default: same origin only.
     )
     events.register(socketio, app.extensions["ttt_table"])
