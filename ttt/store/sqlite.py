@@ -84,6 +84,10 @@ class SqliteStore:
         self.path = path
         if path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            # Owner-only, like the secret key beside it; SQLite gives its -wal and -shm
+            # files the database file's permissions.
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            os.chmod(path, 0o600)
         # A small pool, not one connection per thread: the threaded and gevent servers
         # run each request in a new thread or greenlet, which would leak a connection each.
         self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
@@ -275,6 +279,11 @@ class SqliteStore:
     def count_live(self, player_id: str | None = None) -> int:
         with self._conn() as conn:
             return self._count_live(conn, player_id)
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database and truncate it (it never shrinks else)."""
+        with self._write_lock, self._conn() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
 
     def ping(self) -> bool:
         try:

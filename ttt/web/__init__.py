@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
-    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE"):
+    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
@@ -115,6 +115,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.from_mapping(
         TTT_STORE=None,
         TTT_MESSAGE_QUEUE=None,
+        TTT_PUBLIC_URL=None,               # e.g. https://ttt.example: the share links' origin
         TTT_RATE_LIMIT=20.0,
         TTT_ASYNC_MODE="threading",        # or "gevent" under gunicorn -k gevent
         TTT_MAX_MESSAGE_BYTES=4096,
@@ -225,6 +226,8 @@ def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
                                        now - config["TTT_UNTOUCHED_TTL"])
                     if gone:
                         log.info("purged %d finished or abandoned games", gone)
+                    if hasattr(store, "checkpoint"):  # SQLite: keep the WAL from growing
+                        store.checkpoint()
             except Exception as error:  # a store outage must not end the loop
                 log.warning("housekeeping failed: %s", error)
 

@@ -26,8 +26,11 @@ from ttt.web import get_store
 
 bp = Blueprint("pages", __name__)
 
-GAME_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
-PLAYER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
+# Whole-string matches over ASCII only: `$` would let a trailing newline through, and
+# `isdigit()` is true for "²" and "٣".
+GAME_ID = re.compile(r"[A-Za-z0-9_-]{16,64}", re.ASCII)
+PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{22}", re.ASCII)
+CLASSIC_MOVES = re.compile(r"[0-8]{1,9}", re.ASCII)
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; manifest-src 'self'; object-src 'none'; "
@@ -37,7 +40,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 def ensure_player() -> str:
     """The visitor's player id, made and put in the signed session cookie on first visit."""
     player = session.get("pid")
-    if not isinstance(player, str) or not PLAYER_ID.match(player):
+    if not isinstance(player, str) or not PLAYER_ID.fullmatch(player):
         player = secrets.token_urlsafe(16)
         session["pid"] = player
     session.permanent = True
@@ -92,7 +95,7 @@ def index():
 
 @bp.get("/g/<game_id>")
 def game(game_id: str):
-    if not GAME_ID.match(game_id):
+    if not GAME_ID.fullmatch(game_id):
         abort(404)
     ensure_player()
     return render_template("index.html", game_id=game_id, levels=AI_LEVELS)
@@ -100,19 +103,24 @@ def game(game_id: str):
 
 @bp.get("/g/<game_id>/qr.svg")
 def qr(game_id: str):
-    if not GAME_ID.match(game_id):
+    if not GAME_ID.fullmatch(game_id):
         abort(404)
+    # The link in the picture comes from TTT_PUBLIC_URL when the operator set it. Otherwise
+    # it is built from the request's Host, which a client chooses: such an answer is never
+    # marked public, so no shared cache hands one client's Host to everybody.
+    public = current_app.config.get("TTT_PUBLIC_URL")
+    base = public.rstrip("/") + "/" if public else request.host_url
     out = io.BytesIO()
-    segno.make(f"{request.host_url}g/{game_id}", error="m").save(
+    segno.make(f"{base}g/{game_id}", error="m").save(
         out, kind="svg", scale=6, border=2, xmldecl=False, svgns=True, dark="#111", light="#fff")
-    return out.getvalue(), 200, {"Content-Type": "image/svg+xml",
-                                 "Cache-Control": "public, max-age=86400"}
+    cache = "public, max-age=86400" if public else "private, max-age=86400"
+    return out.getvalue(), 200, {"Content-Type": "image/svg+xml", "Cache-Control": cache}
 
 
 @bp.get("/r/<moves>")
 def replay(moves: str):
     """A read-only replay of the game whose cells were played in this order (`/r/40812`)."""
-    if not 1 <= len(moves) <= 9 or not moves.isdigit() or "9" in moves:
+    if not CLASSIC_MOVES.fullmatch(moves):
         abort(404, description="A replay link lists the cells played, each a digit from 0 to 8.")
     cells = [int(c) for c in moves]
     try:

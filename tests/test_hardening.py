@@ -1,0 +1,112 @@
+"""Holes an attacker walked through (issue 11), each reproduced and shut."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import pytest
+
+from tests.servers import Remote, Server, close_all
+from ttt.store import open_store
+from ttt.web import create_app
+from ttt.web.presence import FORGET_AFTER, MemorySeats
+
+
+@pytest.mark.parametrize("path", ["/r/²", "/r/٣", "/r/１２", "/r/40812%0A",
+                                  "/r/u/40.36.4%0A", "/r/u/٣.1"])
+def test_replay_links_take_ascii_digits_only(client, path):
+    assert client.get(path).status_code == 404
+
+
+def test_a_game_link_with_a_trailing_newline_is_not_a_game(client):
+    assert client.get("/g/" + "a" * 22).status_code == 200
+    assert client.get("/g/" + "a" * 22 + "%0A").status_code == 404
+    assert client.get("/g/" + "a" * 22 + "%0A/qr.svg").status_code == 404
+
+
+def test_the_qr_code_from_a_client_chosen_host_is_never_cached_publicly(client):
+    answer = client.get("/g/" + "a" * 22 + "/qr.svg", headers={"Host": "evil.example"})
+    assert answer.status_code == 200 and "public" not in answer.headers["Cache-Control"]
+
+
+def test_the_qr_code_uses_the_public_url_whatever_the_host(tmp_path):
+    app = create_app({"TESTING": True, "SECRET_KEY": "k", "TTT_STORE": "memory://",
+                      "TTT_PUBLIC_URL": "https://ttt.example/"})
+    http = app.test_client()
+    path = "/g/" + "b" * 22 + "/qr.svg"
+    honest = http.get(path)
+    forged = http.get(path, headers={"Host": "evil.example"})
+    assert honest.data == forged.data  # the same picture: the Host did not go into it
+    assert "public" in honest.headers["Cache-Control"]
+    plain = create_app({"TESTING": True, "SECRET_KEY": "k", "TTT_STORE": "memory://"})
+    assert plain.test_client().get(path, headers={"Host": "evil.example"}).data != forged.data
+
+
+def test_the_sqlite_file_is_owner_only_and_its_wal_is_truncated(tmp_path):
+    path = tmp_path / "games.sqlite3"
+    store = open_store(f"sqlite:///{path}")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    from ttt.match import create
+
+    for _ in range(300):
+        store.create(create("local", "p" * 22, time.time()))
+    wal = tmp_path / "games.sqlite3-wal"
+    assert wal.stat().st_size > 100_000
+    store.checkpoint()
+    assert wal.stat().st_size == 0
+    assert stat.S_IMODE(os.stat(wal).st_mode) == 0o600
+    store.close()
+
+
+def test_old_departures_are_forgotten_by_the_seat_map():
+    now = [1000.0]
+    seats = MemorySeats(lambda: now[0])
+    for i in range(50):
+        seats.add(f"g{i}", "X", "s")
+        seats.remove(f"g{i}", "X", "s")
+    now[0] += FORGET_AFTER + 1
+    seats.add("fresh", "X", "t")
+    seats.remove("fresh", "X", "t")
+    seats.renew([])
+    assert seats.last_seen("g0", "X") is None and seats.last_seen("fresh", "X") == now[0]
+    assert len(seats._left) == 1
+
+
+def test_players_that_are_only_a_cookie_are_purged(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'p.sqlite3'}")
+    store.set_current("a" * 22, "g" * 22)
+    store.set_name("b" * 22, "Ben")
+    store.purge(finished_before=0, idle_before=time.time() + 10)
+    assert store.current("a" * 22) is None  # gone: no record, no name
+    assert store.name("b" * 22) == "Ben"    # kept: a name is worth keeping
+    store.close()
+
+
+@pytest.mark.server
+def test_one_player_holds_a_few_connections_and_one_rate_limit(tmp_path):
+    """20 connections of one cookie got 661 events/s through a 20/s limit; no more."""
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "caps",
+                     "TTT_RATE_LIMIT": "5"}, log=tmp_path / "server.log").start()
+    made: list[Remote] = []
+    try:
+        first = Remote(server.url)
+        made.append(first)
+        for _ in range(7):
+            made.append(Remote(server.url, cookie=first.cookie))
+        ninth = Remote(server.url, cookie=first.cookie, connect=False)
+        with pytest.raises(Exception):  # noqa: B017  (socketio's ConnectionError)
+            ninth.connect()
+        started = time.monotonic()
+        answers = [made[i % 8].call("join", {}) for i in range(80)]
+        elapsed = time.monotonic() - started
+        passed = sum(1 for a in answers if a.get("ok"))
+        # One bucket of 2 × 5 for the player, refilled at 5 a second: not 8 buckets.
+        assert passed <= 10 + 5 * elapsed + 1, (passed, elapsed)
+        assert any(a.get("error", {}).get("code") == "rate_limited" for a in answers)
+        assert Remote(server.url).call("join", {})["ok"]  # another player is not slowed
+    finally:
+        close_all(made)
+        server.stop()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
