@@ -110,3 +110,117 @@ def test_one_player_holds_a_few_connections_and_one_rate_limit(tmp_path):
         close_all(made)
         server.stop()
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+# --- the transport (real server processes, loopback only, bounded loops) -----------------------
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    log = tmp_path_factory.mktemp("guard") / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "guard",
+                     "TTT_CREATE_RATE": "100000"}, log=log).start()
+    yield server, log
+    server.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and '" 500 ' not in text
+
+
+def _count(pid: int, what: str) -> int:
+    return len(os.listdir(f"/proc/{pid}/{what}"))
+
+
+def _open_polling(requests_session, base: str) -> str:
+    answer = requests_session.get(f"{base}/socket.io/?EIO=4&transport=polling", timeout=5)
+    assert answer.status_code == 200 and answer.text.startswith("0")
+    import json
+
+    return json.loads(answer.text[1:])["sid"]
+
+
+def test_oversized_polling_posts_leak_no_thread_or_socket(guarded):
+    import requests
+
+    server, _ = guarded
+    pid = server.proc.pid
+    http = requests.Session()
+    _open_polling(http, server.url)  # warm up: the first session starts the server's threads
+    before = (_count(pid, "fd"), _count(pid, "task"))
+    body = b"4" + b"x" * 5000
+    for _ in range(300):
+        sid = _open_polling(http, server.url)
+        answer = http.post(f"{server.url}/socket.io/?EIO=4&transport=polling&sid={sid}",
+                           data=body, timeout=5)
+        assert answer.status_code == 413
+    # Each open session has a ping task until its unanswered pings time out (10 s + 10 s).
+    # Before the guard each POST kept a thread and a socket for good: +300 of each, for ever.
+    deadline = time.monotonic() + 90
+    while True:
+        after = (_count(pid, "fd"), _count(pid, "task"))
+        if after[0] - before[0] < 30 and after[1] - before[1] < 30:
+            break
+        assert time.monotonic() < deadline, (before, after)
+        time.sleep(0.5)
+    assert requests.get(server.url + "/healthz", timeout=5).status_code == 200
+    assert requests.get(server.url + "/", timeout=5).status_code == 200
+
+
+def test_a_chunked_body_of_unknown_length_is_bounded_too(guarded):
+    import requests
+
+    server, _ = guarded
+    http = requests.Session()
+    sid = _open_polling(http, server.url)
+    answer = http.post(f"{server.url}/socket.io/?EIO=4&transport=polling&sid={sid}",
+                       data=iter([b"4" + b"y" * 3000, b"z" * 3000]), timeout=5)
+    assert answer.status_code == 413
+
+
+def test_jsonp_polling_is_refused(guarded):
+    import requests
+
+    server, _ = guarded
+    answer = requests.get(f"{server.url}/socket.io/?EIO=4&transport=polling&j=1", timeout=5)
+    assert answer.status_code == 400
+
+
+def test_a_polling_session_answers_only_the_cookie_that_opened_it(guarded):
+    import requests
+
+    server, _ = guarded
+    victim = requests.Session()
+    victim.get(server.url + "/", timeout=5)
+    sid = _open_polling(victim, server.url)
+    poll = f"{server.url}/socket.io/?EIO=4&transport=polling&sid={sid}"
+    thief = requests.Session()
+    thief.get(server.url + "/", timeout=5)  # a cookie of its own
+    assert thief.post(poll, data=b"40", timeout=5).status_code == 400
+    assert requests.post(poll, data=b"40", timeout=5).status_code == 400  # no cookie at all
+    assert victim.post(poll, data=b"40", timeout=5).status_code == 200
+    assert victim.get(poll, timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("junk", ["", "x", "xyz", "-1", "4x"])
+def test_junk_websocket_frames_end_quietly_and_a_bystander_plays_on(guarded, junk):
+    import requests
+    import websocket
+
+    server, log = guarded
+    http = requests.Session()
+    http.get(server.url + "/", timeout=5)
+    ws = websocket.create_connection(
+        server.url.replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket",
+        cookie="session=" + http.cookies["session"], timeout=5)
+    assert ws.recv().startswith("0")
+    ws.send(junk)
+    try:  # the server closes it, or ignores the frame: either is fine, a 500 is not
+        ws.send("40")
+        ws.recv()
+    except (websocket.WebSocketException, OSError):
+        pass
+    ws.close()
+    bystander = Remote(server.url)
+    game = bystander.call("new_game", {"mode": "local"})["game"]
+    assert bystander.call("move", {"game": game["id"], "cell": 4})["ok"]
+    close_all([bystander])
+    text = log.read_text()
+    assert "Traceback" not in text and '" 500 ' not in text

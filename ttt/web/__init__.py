@@ -15,6 +15,7 @@ from socketio import packet as socketio_packet
 
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
+from ttt.web.guard import Guard
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +139,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.config.update(_env_config())
     app.config.update(config or {})
+    if app.config["SESSION_COOKIE_SECURE"] and app.config["SESSION_COOKIE_NAME"] == "session":
+        # Over HTTPS the __Host- prefix keeps a sibling site from planting its own cookie.
+        app.config["SESSION_COOKIE_NAME"] = "__Host-ttt"
     if app.config["TTT_ASYNC_MODE"] not in ("threading", "gevent"):
         raise ValueError("TTT_ASYNC_MODE must be 'threading' or 'gevent'")
     if not app.config.get("SECRET_KEY"):
@@ -184,6 +188,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         # cors_allowed_origins left at its default: same origin only.
     )
     events.register(socketio, app.extensions["ttt_table"])
+    # In front of Flask-SocketIO's own middleware, so it sees every Engine.IO request first.
+    app.wsgi_app = Guard(app.wsgi_app, app.config["TTT_MAX_MESSAGE_BYTES"],  # type: ignore
+                         app.config["SESSION_COOKIE_NAME"])
     _quiet_client_errors()
     _refuse_unnamed_events(socketio)
     app.extensions["ttt_socketio"] = socketio
