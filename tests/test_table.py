@@ -27,9 +27,12 @@ def clock():
     return Clock()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def table(request, clock, tmp_path):
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+    else:
+        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
     store = open_store(url)
     presence = Presence(MemorySeats(clock), clock)
     yield Table(store, presence, clock=clock, rng=random.Random(3),
