@@ -22,6 +22,7 @@ from flask import (
 from ttt import analysis
 from ttt.players import AI_LEVELS
 from ttt.rules import Board
+from ttt.variants import VARIANTS
 from ttt.web import get_store
 
 bp = Blueprint("pages", __name__)
@@ -31,6 +32,8 @@ bp = Blueprint("pages", __name__)
 GAME_ID = re.compile(r"[A-Za-z0-9_-]{16,64}", re.ASCII)
 PLAYER_ID = re.compile(r"[A-Za-z0-9_-]{22}", re.ASCII)
 CLASSIC_MOVES = re.compile(r"[0-8]{1,9}", re.ASCII)
+# An ultimate replay link's moves: cells 0..80 separated by dots, at most 81 of them.
+ULTIMATE_MOVES = re.compile(r"[0-9]{1,2}(\.[0-9]{1,2}){0,80}", re.ASCII)
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; manifest-src 'self'; object-src 'none'; "
@@ -133,6 +136,25 @@ def replay(moves: str):
             "line": list(outcome.line) if outcome and outcome.line else None,
             "over": outcome is not None}
     return render_template("replay.html", replay=data, moves=moves)
+
+
+@bp.get("/r/u/<moves>")
+def replay_ultimate(moves: str):
+    """A read-only replay of an ultimate game, its cells (0..80) in order: `/r/u/40.36.4`."""
+    if not ULTIMATE_MOVES.fullmatch(moves):
+        abort(404, description="An ultimate replay link lists the cells played, each a number "
+                               "from 0 to 80, separated by dots.")
+    rules = VARIANTS["ultimate"]
+    try:
+        cells = rules.parse_moves(moves)
+    except ValueError as error:
+        abort(404, description=f"No game can be played that way: {error}.")
+    outcome = rules.from_moves(cells).outcome()
+    data = {"moves": cells, **rules.review(cells),
+            "winner": outcome.winner if outcome else None,
+            "line": list(outcome.line) if outcome and outcome.line else None,
+            "over": outcome is not None}
+    return render_template("replay_ultimate.html", replay=data)
 
 
 @bp.app_errorhandler(404)
