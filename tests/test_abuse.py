@@ -462,11 +462,13 @@ def test_cross_origin_connections_are_refused(server, mallory, transport, origin
 @pytest.mark.server
 @pytest.mark.parametrize("transport", ["websocket", "polling"])
 def test_same_origin_with_the_cookie_is_accepted(server, mallory, transport, _made):
-    client = socketio.Client(reconnection=False,
+    # The cookie in the client's jar, as a browser sends it: on every polling request, not
+    # only the handshake (the server refuses a polling request without its session's cookie).
+    http = requests.Session()
+    http.cookies.set("session", mallory.cookie)
+    client = socketio.Client(reconnection=False, http_session=http,
                              websocket_extra_options={"origin": server.url})
-    headers = {"Cookie": f"session={mallory.cookie}"}
-    if transport == "polling":
-        headers["Origin"] = server.url
+    headers = {"Origin": server.url} if transport == "polling" else {}
     client.connect(server.url, headers=headers, transports=[transport], wait_timeout=5)
     _made.append(SimpleNamespace(close=client.disconnect))  # closed with the others, at the end
     assert client.call("join", {}, timeout=5)["ok"]
