@@ -22,10 +22,18 @@ function sideNames(game) {
   return { [you]: "You", [other]: them };
 }
 
+/** The link to a game's replay: /r/408 (classic), /r/u/40.36.4 (ultimate: cells 0..80). */
+function replayHref(game) {
+  const path = game.variant === "ultimate" ? `u/${game.moves.join(".")}` : game.moves.join("");
+  return `${location.origin}/r/${path}`;
+}
+
 /** Why hints and evaluations are not offered in `game`, or "" when they are. */
 function whyNot(game) {
   if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
   if (game.mode === "friend") {
+    // Once the game is over the review is open: no need to promise it.
+    if (game.status !== "playing") return "No hints or evaluations against a friend";
     return "No hints or evaluations against a friend: the review opens when the game ends";
   }
   return "";
@@ -44,7 +52,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     evaluations,         // the switch is on
     analysis: null,      // {id, version, moves}: the analyze answer for the view on screen
     asking: null,        // "id:version" of the evaluations call on its way
-    hint: null,          // {id, version, cells}: the last hint, shown until the next move
+    hint: null,          // {id, version, cells, advice}: the last hint, shown until the next move
     review: null,        // {id, positions, mistakes, ply, evaluations}: a finished game's
                          // review; ply on screen; evaluations: of past positions, by ply
     reviewAsking: null,  // id of the game whose review is on its way
@@ -73,7 +81,8 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       // A past position, straight from the server's list: nothing to play, nothing won yet.
       board.render({
         board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
-        winner: null, status: "replay", turn: null,
+        winner: null, status: "replay", turn: null, variant: game.variant,
+        boards: state.review.boards?.[ply], next: state.review.next?.[ply] ?? null,
       }, { fresh });
     }
     board.replaying(ply !== null);
@@ -100,10 +109,14 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
   /** The switch and Hint under the board, or why they are not there. */
   function offerLearning(game) {
     const hints = game.hints ?? { X: 0, O: 0 };
+    const why = whyNot(game);
     learn.offer({
-      why: whyNot(game),
+      why,
       canHint: Boolean(game.can?.includes("hint")) && !now().busy,
+      // The server's count: one per position, however often Hint is pressed there.
       used: game.you === "both" ? hints.X + hints.O : (hints[game.you] ?? 0),
+      advice: current(state.hint, game) ? state.hint.advice : "",
+      legend: state.evaluations && !why,
     });
   }
 
@@ -120,15 +133,18 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         id: game.id, positions: null, mistakes: null, ply: game.moves.length, evaluations: {},
       };
     }
-    deck.over(game.id);
     review.open({
       moves: game.moves,
       sides: sidesOf(game.board, game.moves),
       summary: summarize(game, game.you),
       names: sideNames(game),
-      href: game.moves.length ? `${location.origin}/r/${game.moves.join("")}` : "",
+      href: game.moves.length ? replayHref(game) : "",
+      variant: game.variant,
     });
     review.at(state.review.ply, game.moves, Boolean(state.review.positions));
+    // The card takes the deck once it is whole: filled in after it is on screen, it would grow
+    // and push what is under it.
+    if (state.review.positions || state.review.failed) deck.over(game.id);
     if (!state.review.positions) askReview(game);
   }
 
@@ -147,10 +163,9 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     if (!shown || !current({ id: game.id, version: game.version }, shown)) return;
     if (!wantsEvaluations(shown)) return;
     // The answer is about the game as the server has it now: use it only if that is the
-    // board on screen (the same side to move, the same empty squares).
+    // board on screen (the same side to move, the same number of moves, on empty squares).
     const { turn, moves } = answer.analysis;
-    const empty = [...shown.board].filter((mark) => mark === ".").length;
-    if (turn !== shown.turn || moves.length !== empty
+    if (turn !== shown.turn || (answer.version ?? shown.moves.length) !== shown.moves.length
         || moves.some((m) => shown.board[m.cell] !== ".")) {
       return;
     }
@@ -168,13 +183,17 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     if (!seen || seen.id !== game.id || seen.positions) return;
     if (!answer.ok || answer.positions?.length !== game.moves.length + 1) {
       review.failed();
+      seen.failed = true;
+      deck.over(game.id);
       return;
     }
     seen.positions = answer.positions;
     seen.mistakes = answer.review;
+    seen.boards = answer.boards; // ultimate: each position's small boards and where to play
+    seen.next = answer.next;
+    review.fill(answer.review, sideNames(game));
     const { game: shown } = now();
     if (shown) paint(shown);
-    review.fill(answer.review, sideNames(game));
   }
 
   /** Ask what each move leads to in the position after `ply` of a finished game. */
@@ -252,13 +271,20 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         return;
       }
       if (now().game?.id !== game.id) return;
-      state.hint = { id: game.id, version: answer.game.version, cells: answer.best };
+      const advice = answer.advice ?? "";
+      state.hint = { id: game.id, version: answer.game.version, cells: answer.best, advice };
       show(answer.game);
       if (now().game.version !== answer.game.version) return;
+      if (advice) {
+        // The server's one sentence that teaches, under the board beside the button pressed.
+        announce(`Hint: ${advice}`);
+        return;
+      }
       const { best } = answer;
+      const estimated = game.variant === "ultimate" ? " · estimated by search" : "";
       const words = best.length <= 2
-        ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best)}`
-        : `Hint: ${best.length} moves as good as each other`;
+        ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best, game.variant)}${estimated}`
+        : `Hint: ${best.length} moves as good as each other${estimated}`;
       news(words);
       announce(words);
     },

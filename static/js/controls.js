@@ -1,13 +1,20 @@
-// Settings (mode, side, level, clock) kept as preferences, and the New game button.
+// Settings (mode, side, level, clock, variant) kept as preferences: the bar of selects above the
+// board, and the New game button.
 
 const STORAGE_KEY = "ttt.preferences";
 // clock: seconds a move in a friend game, "0" for untimed; the choices are the form's.
-const DEFAULTS = Object.freeze({ mode: "ai", you: "X", level: "perfect", clock: "0" });
+// A first visit plays X against the easy AI: a first game a newcomer can win.
+const DEFAULTS = Object.freeze({
+  mode: "ai", you: "X", level: "easy", clock: "0", variant: "classic",
+});
 const CHOICES = {
   mode: ["ai", "local", "friend"],
   you: ["X", "O"],
   level: ["easy", "medium", "hard", "perfect"],
+  variant: ["classic", "ultimate"],
 };
+// Ultimate is not solved: no perfect AI. A level it lacks becomes its strongest.
+const LEVELS = { classic: CHOICES.level, ultimate: ["easy", "medium", "hard"] };
 
 function valid(settings) {
   const clean = { ...DEFAULTS };
@@ -15,10 +22,12 @@ function valid(settings) {
     if (allowed.includes(settings?.[name])) clean[name] = settings[name];
   }
   if (/^[0-9]{1,3}$/.test(settings?.clock ?? "")) clean.clock = settings.clock;
+  const levels = LEVELS[clean.variant];
+  if (!levels.includes(clean.level)) clean.level = levels[levels.length - 1];
   return clean;
 }
 
-/** The player's saved choices, or the defaults: X against the perfect AI. */
+/** The player's saved choices, or the defaults: X against the easy AI. */
 export function loadPreferences() {
   try {
     return valid(JSON.parse(localStorage.getItem(STORAGE_KEY) ?? "null"));
@@ -36,24 +45,47 @@ export function savePreferences(settings) {
 }
 
 /** What new_game is sent for these settings. */
-export function newGamePayload({ mode, you, level, clock }) {
-  if (mode === "ai") return { mode, you, level };
-  if (mode === "friend") return Number(clock) > 0 ? { mode, you, clock: Number(clock) } : { mode, you };
-  return { mode: "local" };
+export function newGamePayload({ mode, you, level, clock, variant = "classic" }) {
+  const game = variant === "classic" ? {} : { variant };
+  if (mode === "ai") return { mode, you, level, ...game };
+  if (mode === "friend") {
+    return Number(clock) > 0 ? { mode, you, clock: Number(clock), ...game } : { mode, you, ...game };
+  }
+  return { mode: "local", ...game };
 }
 
-/** Wire the settings form and the New game button. */
-export function createControls({ form, fields, newGame }, handlers) {
+/**
+ * Wire the settings `form` (one <select> per setting, each in a .pick box that shows its choice
+ * in short) and the New game button.
+ */
+export function createControls({ form, newGame }, handlers) {
+  const field = (name) => form.elements.namedItem(name);
+  const pick = (name) => field(name)?.closest(".pick");
+
+  /** The box of `name` shows the choice of its select, in short ("Perfect", not "Perfect — …"). */
+  function showPick(name) {
+    const select = field(name);
+    const box = pick(name);
+    if (!select || !box) return;
+    const option = select.selectedOptions[0];
+    box.dataset.value = select.value;
+    box.querySelector(".pick-text").textContent = option?.dataset.short ?? option?.text ?? "";
+  }
+
   function read() {
-    const data = new FormData(form);
+    // A select that does not apply now (disabled) still holds the player's choice.
+    const value = (name) => field(name)?.value ?? null;
     return valid({
-      mode: data.get("mode"), you: data.get("you"), level: data.get("level"),
-      clock: data.get("clock"),
+      mode: value("mode"), you: value("you"), level: value("level"), clock: value("clock"),
+      variant: value("variant") ?? "classic",
     });
   }
 
   form.addEventListener("submit", (event) => event.preventDefault());
-  form.addEventListener("change", () => handlers.onSettings(read()));
+  form.addEventListener("change", (event) => {
+    if (event.target.name) showPick(event.target.name);
+    handlers.onSettings(read());
+  });
   newGame.addEventListener("click", () => handlers.onNewGame(read()));
 
   return {
@@ -61,13 +93,22 @@ export function createControls({ form, fields, newGame }, handlers) {
 
     /** Show `settings` in the form without firing a change. */
     reflect(settings) {
-      for (const [name, value] of Object.entries(valid(settings))) {
-        const input = form.querySelector(`input[name="${name}"][value="${value}"]`);
-        if (input) input.checked = true;
+      const clean = valid(settings);
+      for (const option of form.querySelectorAll('select[name="level"] option')) {
+        const missing = !LEVELS[clean.variant].includes(option.value);
+        option.hidden = missing;
+        option.disabled = missing;
       }
-      fields.side.disabled = settings.mode === "local";
-      fields.level.disabled = settings.mode !== "ai";
-      fields.clock.disabled = settings.mode !== "friend";
+      for (const [name, value] of Object.entries(clean)) {
+        if (field(name)) field(name).value = value;
+        showPick(name);
+      }
+      // One place for the level (against the AI) or the clock (against a friend); nothing in
+      // it applies to two players on one screen, nor a side.
+      field("you").disabled = clean.mode === "local";
+      field("level").disabled = clean.mode === "local";
+      pick("level").hidden = clean.mode === "friend";
+      pick("clock").hidden = clean.mode !== "friend";
     },
   };
 }

@@ -19,8 +19,13 @@ function saveEvaluations(on) {
   }
 }
 
-/** Wire the switch, the hint button and the note that stands in for them when they are off. */
-export function createLearn({ evaluations, hint, count, note }, { onEvaluations, onHint }) {
+/**
+ * Wire the switch, the hint button, the note that stands in for them when they are off, the
+ * last hint's advice and the legend of the evaluations.
+ */
+export function createLearn(
+  { evaluations, hint, count, note, advice, legend }, { onEvaluations, onHint },
+) {
   const controls = [evaluations.closest("label"), hint];
 
   evaluations.addEventListener("change", () => {
@@ -41,8 +46,9 @@ export function createLearn({ evaluations, hint, count, note }, { onEvaluations,
     /**
      * `why`: a sentence to show instead of both controls (a friend game, a spectator), or "".
      * `canHint`: Hint may be pressed now. `used`: hints taken so far by the side it counts for.
+     * `advice`: the sentence of the hint on the board, or "". `legend`: evaluations are on.
      */
-    offer({ why = "", canHint = false, used = 0 }) {
+    offer({ why = "", canHint = false, used = 0, advice: words = "", legend: on = false }) {
       for (const control of controls) control.hidden = Boolean(why);
       note.hidden = !why;
       note.textContent = why;
@@ -50,6 +56,9 @@ export function createLearn({ evaluations, hint, count, note }, { onEvaluations,
       count.hidden = !used;
       count.textContent = String(used);
       hint.setAttribute("aria-label", used ? `Hint, ${used} taken so far` : "Hint");
+      if (advice.textContent !== words) advice.textContent = words;
+      advice.hidden = !words;
+      legend.hidden = !on;
     },
   };
 }

@@ -2,6 +2,7 @@
 // session (the game on screen). Nothing here knows a rule of the game.
 import { connect } from "./socket.js";
 import { createBoard } from "./board.js";
+import { createBoards, createUltimateBoard } from "./ultimate.js";
 import { createStatus, refusalText } from "./status.js";
 import { createControls } from "./controls.js";
 import { createShare } from "./share.js";
@@ -27,10 +28,21 @@ const status = createStatus({
   announcer: byId("announce"), banner: byId("connection"), bannerText: byId("connection-text"),
   record: byId("record"),
 });
-const board = createBoard(byId("board"), byId("strike"), { onPlay: (cell) => session.play(cell) });
+// The classic 3x3 or the ultimate 9x9, whichever game is on screen.
+const board = createBoards({
+  classic: {
+    wrap: byId("board-wrap"),
+    make: (onPlay) => createBoard(byId("board"), byId("strike"), { onPlay }),
+  },
+  ultimate: {
+    wrap: byId("ultimate-wrap"),
+    make: (onPlay) => createUltimateBoard(byId("ultimate"), byId("ultimate-strike"),
+      { onPlay, onNotice: (text) => status.notice(text) }),
+  },
+}, { onPlay: (cell) => session.play(cell), app: byId("app") });
 const learn = createLearn(
   { evaluations: byId("evaluations"), hint: byId("hint-button"), count: byId("hint-count"),
-    note: byId("learn-note") },
+    note: byId("learn-note"), advice: byId("hint-advice"), legend: byId("evaluations-legend") },
   {
     onEvaluations: (on) => coach.switchEvaluations(on),
     onHint: () => coach.hint(session.show),
@@ -65,9 +77,7 @@ const coach = createCoach({ board, learn, review, deck, evaluations }, {
   announce: status.announce,
 });
 const controls = createControls(
-  { form: byId("settings"),
-    fields: { side: byId("field-side"), level: byId("field-level"), clock: byId("field-clock") },
-    newGame: byId("new-game") },
+  { form: byId("settings"), newGame: byId("new-game") },
   { onSettings: (settings) => session.settings(settings),
     onNewGame: (settings) => session.newGame(settings) },
 );

@@ -14,7 +14,6 @@ const board = createBoard(document.getElementById("board"), document.getElementB
 const review = createReview(document.getElementById("review"), {
   onStep: step,
   onShow: (side) => go(replay.review[side].ply + 1),
-  keys: "page",
 });
 
 /** The position after `ply` moves, shaped like a snapshot for the board. */

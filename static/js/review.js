@@ -2,21 +2,21 @@
 // keys, the moves, each side's first mistake, and a link to the replay.
 import { modified, onPage, typing } from "./keys.js";
 import { copyField } from "./share.js";
-import { CELL_NAMES, moveWords } from "./status.js";
+import { moveWords, squareWords } from "./status.js";
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
 
 /**
  * Where the replay stands, in words: "Move 3 of 7: X top left". `sides`: who made each move.
  */
-export function captionWords(ply, moves, sides) {
+export function captionWords(ply, moves, sides, variant) {
   const total = moves.length;
   if (ply === 0) return `Start · move 0 of ${total}`;
   if (ply === total) return `Final position · move ${total} of ${total}`;
-  return `Move ${ply} of ${total}: ${moveWords(sides[ply - 1], moves[ply - 1])}`;
+  return `Move ${ply} of ${total}: ${moveWords(sides[ply - 1], moves[ply - 1], variant)}`;
 }
 
-function moveItem(ply, cell, side) {
+function moveItem(ply, cell, side, variant) {
   const item = document.createElement("li");
   item.className = "move";
   item.dataset.ply = String(ply + 1);
@@ -27,7 +27,7 @@ function moveItem(ply, cell, side) {
   const mark = document.createElement("span");
   mark.className = "move-side";
   mark.textContent = side;
-  item.append(number, " ", mark, ` ${CELL_NAMES[cell]}`);
+  item.append(number, " ", mark, ` ${squareWords(cell, variant)}`);
   return item;
 }
 
@@ -41,11 +41,19 @@ function flagItem(item) {
 }
 
 /**
- * Wire the card in `root`. `onStep(to)`: "first", "back", "forward", "last". `onShow(side)`:
- * show that side's mistake on the board. `onTry(side)`: play on from before it. `keys`:
- * "panel" (arrow keys when the card has focus, or nothing has) or "page" (anywhere).
+ * Whether a key pressed on `target` belongs to the control that has it rather than to the
+ * review: a text field or a select (typing), the tabs (arrows go along them), a dialog.
  */
-export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
+function keptBy(target) {
+  return typing(target) || Boolean(target?.closest?.("[role=tablist], dialog"));
+}
+
+/**
+ * Wire the card in `root`. `onStep(to)`: "first", "back", "forward", "last". `onShow(side)`:
+ * show that side's mistake on the board. `onTry(side)`: play on from before it. While the card
+ * is on screen, ← → Home End step through the moves wherever the focus is, as the card says.
+ */
+export function createReview(root, { onStep, onShow, onTry }) {
   const part = (name) => root.querySelector(`[data-review="${name}"]`);
   const summary = part("summary");
   const caption = part("caption");
@@ -74,23 +82,23 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
   });
   link.addEventListener("focus", () => link.select());
 
+  // Captured before the board's own arrow keys: once a game is over there is nothing to play,
+  // and ← on a square steps back through the game, as the card says.
   document.addEventListener("keydown", (event) => {
-    if (root.hidden || modified(event) || typing(event.target)) return;
-    const inside = root.contains(event.target);
-    if (event.key === "Escape" && (inside || onPage(event.target))) {
+    if (root.closest("[hidden]") || modified(event) || keptBy(event.target)) return;
+    if (event.key === "Escape" && (root.contains(event.target) || onPage(event.target))) {
       onStep("last"); // leave the replay: back to how the game ended
       return;
     }
     const to = KEYS[event.key];
     if (!to) return;
-    const arrow = to === "back" || to === "forward";
-    // The board's own arrow keys, the settings' radio buttons and page scrolling stay theirs.
-    if (!(inside || (arrow && (keys === "page" || onPage(event.target))))) return;
     event.preventDefault();
+    event.stopPropagation();
     onStep(to);
-  });
+  }, { capture: true });
 
   let sides = []; // who made each move of the game on the card
+  let variant = "classic"; // of the game on the card: how its cells are named
 
   function setMistake(side, mistake, who) {
     const block = blocks[side];
@@ -105,22 +113,27 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
      * final board shows them), the `summary` line, names of the sides, the link to its replay.
      * The list is built again only for another game than the one shown.
      */
-    open({ moves, sides: movers, summary: line, names = {}, href }) {
-      const key = moves.join("");
+    open({ moves, sides: movers, summary: line, names = {}, href, variant: kind = "classic" }) {
+      const key = moves.join(".");
       const fresh = root.dataset.key !== key;
       root.dataset.key = key;
       sides = movers;
+      variant = kind;
+      root.dataset.variant = kind;
+      // Ultimate is not solved: nobody can say which move was a mistake.
+      for (const name of ["mistakes-title", "mistakes"]) part(name).hidden = kind === "ultimate";
+      part("unjudged").hidden = kind !== "ultimate";
       summary.textContent = line;
       link.value = href;
       part("share").hidden = !href; // a game won by a claim before any move has nothing to show
       if (fresh) {
-        list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell, sides[ply])));
+        list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell, sides[ply], variant)));
         for (const side of ["X", "O"]) {
           setMistake(side, null, names[side]);
           blocks[side].querySelector('[data-review="text"]').textContent = "Looking for mistakes…";
         }
         feedback.textContent = "";
-        caption.textContent = captionWords(moves.length, moves, sides);
+        caption.textContent = captionWords(moves.length, moves, sides, variant);
       }
       root.hidden = false;
     },
@@ -144,7 +157,7 @@ export function createReview(root, { onStep, onShow, onTry, keys = "panel" }) {
     /** The board shows the position after `ply` of `moves`; `ready`: positions are known. */
     at(ply, moves, ready = true) {
       const total = moves.length;
-      const words = captionWords(ply, moves, sides);
+      const words = captionWords(ply, moves, sides, variant);
       if (caption.textContent !== words) caption.textContent = words; // a live region: say it once
       for (const item of list.children) {
         if (Number(item.dataset.ply) === ply) item.setAttribute("aria-current", "step");

@@ -5,8 +5,18 @@ import { loadPreferences, newGamePayload, savePreferences } from "./controls.js"
 import { ending, leaving } from "./leave.js";
 import {
   describe, describeLastMove, describeOffer, describeOfferChange, describePresence,
-  describeReaction, describeStart, opponentOf, refusalText, sentences,
+  describeReaction, describeStart, opponentOf, refusalText, sentences, squareWords,
 } from "./status.js";
+
+/** The row of the record a game counts in: "hard", or "ultimate-hard" for an ultimate game. */
+function recordLevel(game) {
+  return game?.variant === "ultimate" ? `ultimate-${game.level}` : game?.level;
+}
+
+/** "You play O this time": a rematch swapped the side of a seated player, or "". */
+function swapped(before, now) {
+  return opponentOf(now) && opponentOf(before) && now !== before ? `You play ${now} this time` : "";
+}
 
 /** The blip for a view that just changed: a mark placed, or how the game ended. */
 function tune(game) {
@@ -38,10 +48,13 @@ export function createSession(parts, { call: send, app, calm }) {
     link: null,          // "/g/<id>" of a friend game
     record: null,        // wins/draws/losses against the AI, per level
     busy: false,         // a move is on its way or its AI reply is being shown
+    sent: null,          // the version our move on its way was sent at
+    ownAt: 0,            // when the push of our own move was shown, while a slow AI thinks
     held: null,          // the newest push that came in while busy
     asked: null,         // id of the finished game whose rematch this page asked for
     withdrawing: false,  // our own decline is on its way: its change is no news
     following: null,     // a rematch this spectator did not follow (it was reading the review)
+    queued: null,        // {id, version, cell, variant}: a move tapped while offline, to send
     urlGame: app.dataset.gameId || null,
     trouble: false,      // the server's store is down: the banner stays until a call succeeds
     retryTimer: 0,
@@ -56,6 +69,7 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /** Render `game` everywhere; `fresh` as for board.render; `opening`: the player just started it. */
   function paint(game, fresh, opening = false) {
+    app.dataset.role = game.you ?? "";
     coach.paint(game, fresh);
     practice.hidden = !(game.start > 0);
     status.say(describe(game, game.you));
@@ -63,7 +77,7 @@ export function createSession(parts, { call: send, app, calm }) {
     clock.render(game);
     offer.render(game, { following: state.following });
     learnRow.classList.toggle("is-reacting", reactions.render(game));
-    status.record(state.record, game.level);
+    status.record(state.record, recordLevel(game));
     const other = opponentOf(game.you);
     if (game.mode === "friend" && other && game.seats[other] === "open" && state.link) {
       share.show(state.link, { reveal: opening, name: game.names?.[game.you] ?? null });
@@ -72,8 +86,11 @@ export function createSession(parts, { call: send, app, calm }) {
     }
   }
 
-  /** Put a view of the current game on screen, unless it is older than what is there. */
-  function show(game, { opening = false } = {}) {
+  /**
+   * Put a view of the current game on screen, unless it is older than what is there. `lead`:
+   * words to open its news with ("You play O this time").
+   */
+  function show(game, { opening = false, lead = "" } = {}) {
     if (state.game && state.game.id !== game.id) return;
     const previous = state.game;
     if (previous && game.version < previous.version) return;
@@ -94,29 +111,35 @@ export function createSession(parts, { call: send, app, calm }) {
     const news = [lastMove, presence].filter(Boolean).join(" · ");
     const start = !previous && opening ? describeStart(game, you) : "";
     const ended = previous?.status === "playing" && game.status !== "playing";
-    if (news) status.news(news);
+    // The lead says what the board cannot (the side changed); the board shows the AI's move.
+    if (lead) status.news(lead);
+    else if (news) status.news(news);
     else if (!previous) status.news(start);
     else if (ended) status.news(""); // won by a claim, a resignation, the clock: news is over
     if (moved || ended || presence || offered || !previous) {
-      status.announce(sentences([lastMove || start, describe(game, you), presence, offered]));
+      status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered]));
     }
     const blip = moved || ended ? tune(game) : null;
     if (blip) sound.play(blip);
   }
 
-  /** The settings form as the game on screen was started, preferences for the rest. */
+  /**
+   * The settings form as the game on screen was started, preferences for the rest. The side is
+   * always the player's choice: a rematch swaps sides for one game, New game goes back to it.
+   */
   function reflect(game) {
     const preferences = loadPreferences();
     controls.reflect({
       mode: game?.mode ?? preferences.mode,
       level: game?.level ?? preferences.level,
-      you: opponentOf(game?.you) ? game.you : preferences.you,
+      you: preferences.you,
       clock: game?.mode === "friend" ? String(game.clock ?? 0) : preferences.clock,
+      variant: game?.variant ?? preferences.variant,
     });
   }
 
-  /** Switch to the game of an ok answer of new_game, join or rematch. */
-  function enter(answer, { opening = false } = {}) {
+  /** Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show. */
+  function enter(answer, { opening = false, lead = "" } = {}) {
     const game = view(answer.game, answer.you);
     if (!state.game || state.game.id !== game.id) {
       state.game = null;
@@ -131,7 +154,7 @@ export function createSession(parts, { call: send, app, calm }) {
     // The address bar names a friend game (so a reload or a copy of it works) and nothing else.
     const path = state.link ?? "/";
     if (location.pathname !== path) history.replaceState(null, "", path);
-    show(game, { opening });
+    show(game, { opening, lead });
     if (!app.dataset.ready) {
       // The first game on screen: how long a visitor waits is measured to here.
       performance.mark("ttt:board-ready");
@@ -139,7 +162,11 @@ export function createSession(parts, { call: send, app, calm }) {
     }
   }
 
-  async function join(id) {
+  /**
+   * Join game `id` (or this player's current one); true once its view is on screen. `was`: our
+   * side in the game it continues (a rematch), to say when the side changed.
+   */
+  async function join(id, { was = null } = {}) {
     const answer = await call("join", id ? { game: id } : {});
     if (!answer.ok) {
       // The store being down is the banner's to say; the retries follow it.
@@ -149,24 +176,24 @@ export function createSession(parts, { call: send, app, calm }) {
         state.game = null;
         join(null);
       }
-      return;
+      return false;
     }
     const { game } = answer;
     if (game?.rematch && state.game?.id === game.id) {
       // A rematch started while we were away and its push was lost. A player is in it only
       // if they asked for it; a spectator follows, unless reading the review.
       if (answer.you !== "spectator" || !coach.reviewing(state.game)) {
-        join(game.rematch);
-        return;
+        return join(game.rematch);
       }
     }
     if (game === null) {
-      const { mode, you, level } = loadPreferences();
+      const { mode, you, level, variant } = loadPreferences();
       // A friend game nobody asked for would be odd: a first visit is against the AI.
-      startGame({ mode: mode === "friend" ? "ai" : mode, you, level });
-      return;
+      startGame({ mode: mode === "friend" ? "ai" : mode, you, level, variant });
+      return false;
     }
-    enter(answer);
+    enter(answer, { lead: swapped(was, answer.you) });
+    return true;
   }
 
   /** Send resign, abort or decline for the game on screen; true if it went through. */
@@ -218,9 +245,16 @@ export function createSession(parts, { call: send, app, calm }) {
     }
     status.clearNotice();
     state.busy = true;
+    state.sent = game.version;
+    state.ownAt = 0;
     const answer = await call("move", { game: game.id, cell, version: game.version });
     if (!answer.ok) {
       state.busy = false;
+      if (answer.error?.code === "offline" && game.can?.includes("move")
+          && game.board[cell] === ".") {
+        hold(game, cell);
+        return;
+      }
       status.notice(refusalText(answer.error, "move"));
       if (state.held) show(state.held);
       state.held = null;
@@ -230,7 +264,9 @@ export function createSession(parts, { call: send, app, calm }) {
     if (answer.played) {
       // Our move first, then the AI's a beat later, so the reply reads as a reply.
       show(view(answer.played));
-      await sleep(calm.matches ? 150 : 450);
+      // A slow AI (ultimate) had our move pushed and shown long ago: no more waiting then.
+      const beat = (calm.matches ? 150 : 450) - (state.ownAt ? performance.now() - state.ownAt : 0);
+      if (beat > 0) await sleep(beat);
     }
     state.busy = false;
     const held = state.held;
@@ -240,11 +276,41 @@ export function createSession(parts, { call: send, app, calm }) {
     keepRecord(answer);
   }
 
+  /**
+   * A move tapped while offline: kept (the last one tapped) and said, and sent once the
+   * connection is back if the game is still as it was then (see sendHeld).
+   */
+  function hold(game, cell) {
+    state.queued = { id: game.id, version: game.version, cell, variant: game.variant };
+    const where = squareWords(cell, game.variant);
+    status.notice(`You are offline — your move (${where}) will be played when the connection is back`,
+      { sticky: true });
+  }
+
+  /** After a reconnect and its join: play the held move, or say plainly that it was not. */
+  function sendHeld() {
+    const queued = state.queued;
+    const game = state.game;
+    if (!queued || !game) return;
+    state.queued = null;
+    const { id, version, cell, variant } = queued;
+    // The server is the judge of the move; the page only checks that nothing changed while it
+    // was away (a move, a claim, the clock), since the player decided on that board.
+    if (game.id === id && game.version === version && game.can?.includes("move")
+        && game.board[cell] === ".") {
+      status.clearNotice();
+      play(cell);
+      return;
+    }
+    status.notice(`Your move (${squareWords(cell, variant)}) was not played: the game changed `
+      + "while you were offline", { sticky: true });
+  }
+
   /** The record an answer carries when the event changed it (a game won, lost, resigned). */
   function keepRecord(answer) {
     if (!answer.record) return;
     state.record = answer.record;
-    status.record(answer.record, state.game?.level);
+    status.record(answer.record, recordLevel(state.game));
   }
 
   /** Rematch: at once against the AI and in pass-and-play; an offer (or its acceptance) else. */
@@ -265,7 +331,8 @@ export function createSession(parts, { call: send, app, calm }) {
       return;
     }
     const pressed = document.activeElement;
-    enter(answer, { opening: true });
+    // Sides swap in a rematch: say so, or the player's next tap may be a surprise.
+    enter(answer, { opening: true, lead: swapped(game.you, answer.you) });
     // The button is gone: a keyboard player goes on where the game is played.
     if (offer.holds(pressed) || pressed === document.body) board.focus();
   }
@@ -372,10 +439,10 @@ export function createSession(parts, { call: send, app, calm }) {
     },
 
     // Transport events.
-    connected() {
+    async connected() {
       status.connection("up");
       // Events sent while we were away are lost: the snapshot from join is the truth.
-      join(state.game ? state.game.id : state.urlGame);
+      if (await join(state.game ? state.game.id : state.urlGame)) sendHeld();
     },
 
     disconnected({ retrying }) {
@@ -385,6 +452,12 @@ export function createSession(parts, { call: send, app, calm }) {
     pushed(game) {
       if (!state.game || game.id !== state.game.id) return;
       const received = view(game);
+      if (state.busy && received.version === state.sent + 1 && state.game.version === state.sent) {
+        // Our own move, pushed at once while a slow AI (ultimate) thinks: on screen now.
+        show(received);
+        state.ownAt = performance.now();
+        return;
+      }
       if (state.busy) {
         if (!state.held || received.version >= state.held.version) state.held = received;
         return;
@@ -394,7 +467,7 @@ export function createSession(parts, { call: send, app, calm }) {
 
     recorded(record) {
       state.record = record;
-      status.record(record, state.game?.level);
+      status.record(record, recordLevel(state.game));
     },
 
     /** A rematch of a game started. A spectator follows it; a player only if they asked. */
@@ -411,7 +484,7 @@ export function createSession(parts, { call: send, app, calm }) {
         join(push.game.id);
         return;
       }
-      if (state.asked === push.from) join(push.game.id);
+      if (state.asked === push.from) join(push.game.id, { was: game.you });
     },
 
     reacted(push) {

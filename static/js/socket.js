@@ -18,7 +18,10 @@ export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, 
   const socket = io({ autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true });
 
   socket.on("connect", () => onConnect());
-  socket.on("disconnect", () => onDisconnect({ retrying: socket.active }));
+  // A disconnect of our own making (below) is a reconnect under way.
+  socket.on("disconnect", (reason) => onDisconnect({
+    retrying: socket.active || reason === "io client disconnect",
+  }));
   socket.on("connect_error", () => onDisconnect({ retrying: socket.active }));
   socket.on("game", (game) => onGame(game));
   socket.on("record", (record) => onRecord(record));
@@ -38,6 +41,13 @@ export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, 
       });
     });
   }
+
+  // The browser knows when the network comes back: try at once rather than at the end of the
+  // back-off, which grows to seconds while offline. (Going offline closes the connection by
+  // itself: the client listens for that.)
+  window.addEventListener("online", () => {
+    if (!socket.connected) socket.disconnect().connect();
+  });
 
   socket.connect();
   return { call };

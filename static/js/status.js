@@ -7,6 +7,24 @@ export const CELL_NAMES = [
   "bottom left", "bottom", "bottom right",
 ];
 
+/** A cell's name: "top left"; in ultimate "board 5, cell 3" (cell 9 * b + c, 1-based for people). */
+export function squareWords(cell, variant) {
+  if (variant === "ultimate") return `board ${Math.floor(cell / 9) + 1}, cell ${(cell % 9) + 1}`;
+  return CELL_NAMES[cell];
+}
+
+/** Where a cell is in a sentence: "the top left", "board 5, cell 3". */
+export function placeWords(cell, variant) {
+  return variant === "ultimate" ? squareWords(cell, variant) : `the ${CELL_NAMES[cell]}`;
+}
+
+/** Where the side on move must play in an ultimate game, as the view's `next` says: "". */
+function whereWords(game) {
+  if (game.variant !== "ultimate" || game.status !== "playing") return "";
+  return game.next === null || game.next === undefined ? " · any open board"
+    : ` · play in board ${game.next + 1}`;
+}
+
 const REFUSALS = {
   occupied: "That square is taken",
   not_your_turn: "Wait for your turn",
@@ -70,7 +88,7 @@ function neutral(game) {
   if (game.status === "aborted") return "Game cancelled";
   if (game.status === "draw") return "Draw";
   if (game.status === "won") return `${sideName(game, game.winner)} wins${how(game)}`;
-  return `${game.turn} to move`;
+  return `${game.turn} to move${whereWords(game)}`;
 }
 
 /** The end of a game as `you` (a seat) saw it: "You win — Ben resigned", "You resigned". */
@@ -103,7 +121,7 @@ export function describe(game, you) {
     if (game.seats[other] === "open") return "Waiting for your friend to join";
     if (!game.online[other]) return `${Friend} disconnected`;
   }
-  if (game.turn === you) return "Your turn";
+  if (game.turn === you) return `Your turn${whereWords(game)}`;
   return game.mode === "ai" ? "AI is thinking…" : `${Friend}'s turn`;
 }
 
@@ -116,14 +134,15 @@ export function describeLastMove(game, you) {
   if (mark === you) who = "You";
   else if (game.seats[mark] === "ai") who = "AI";
   else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who} played the ${CELL_NAMES[cell]}`;
+  return `${who} played ${placeWords(cell, game.variant)}`;
 }
 
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
   if (game.start > 0) return `Practice from move ${game.start + 1} · not counted`;
-  if (game.mode === "ai") return `You play ${you} against the ${game.level} AI`;
-  if (game.mode === "local") return "Two players, one screen — X starts";
+  const ultimate = game.variant === "ultimate" ? "Ultimate · " : "";
+  if (game.mode === "ai") return `${ultimate}You play ${you} against the ${game.level} AI`;
+  if (game.mode === "local") return `${ultimate}Two players, one screen — X starts`;
   if (you === "spectator") return "";
   const clock = game.clock ? ` · ${game.clock} s a move` : "";
   return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
@@ -131,6 +150,7 @@ export function describeStart(game, you) {
 
 /** News of the opponent's seat between two views of a friend game, or "". */
 export function describePresence(previous, game, you) {
+  if (game.mode === "friend" && you === "spectator") return watchedPresence(previous, game);
   const other = game.mode === "friend" ? opponentOf(you) : null;
   if (!other || !previous || previous.id !== game.id) return "";
   const Friend = friendName(game, you, { start: true });
@@ -139,6 +159,24 @@ export function describePresence(previous, game, you) {
   if (previous.online[other] && !game.online[other]) return "Waiting for them to come back";
   if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
   return "";
+}
+
+/**
+ * What a watcher of a friend game is told of the seats: who joined, went away or came back since
+ * `previous`; with no `previous` (it just came), who is away now. "Ben is away · O is back".
+ */
+function watchedPresence(previous, game) {
+  const same = previous?.id === game.id;
+  const news = ["X", "O"].map((side) => {
+    const who = sideName(game, side);
+    if (same && previous.seats[side] === "open" && game.seats[side] === "human") return `${who} joined`;
+    if (game.status !== "playing" || game.seats[side] !== "human") return "";
+    const was = same ? previous.online[side] : true;
+    if (was && !game.online[side]) return `${who} is away`;
+    if (same && !was && game.online[side]) return `${who} is back`;
+    return "";
+  });
+  return news.filter(Boolean).join(" · ");
 }
 
 /** The standing rematch offer of a finished game in words, or "". */
@@ -209,9 +247,9 @@ export function clockWords(seconds) {
   return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
 }
 
-/** "X top left": one move of a game, by the side that made it and its cell. */
-export function moveWords(side, cell) {
-  return `${side} ${CELL_NAMES[cell]}`;
+/** "X top left" ("X board 5, cell 3" in ultimate): one move, by the side that made it. */
+export function moveWords(side, cell, variant) {
+  return `${side} ${squareWords(cell, variant)}`;
 }
 
 /** The side that made each move: the mark the final board shows on its cell. */
@@ -220,8 +258,20 @@ export function sidesOf(board, moves) {
 }
 
 /** "the centre", "the top left or the bottom right": cells in a sentence. */
-export function cellsWords(cells) {
-  return cells.map((cell) => `the ${CELL_NAMES[cell]}`).join(" or ");
+export function cellsWords(cells, variant) {
+  return cells.map((cell) => placeWords(cell, variant)).join(" or ");
+}
+
+/**
+ * An ultimate move's `score` (the result the search expects after it, 0..1, a draw counting
+ * half) in words: `short` on the square ("~62%"), `long` for its label, `tone` for its colour.
+ */
+export function estimateWords(score) {
+  const percent = Math.round(score * 100);
+  let tone = "even";
+  if (score >= 0.6) tone = "good";
+  else if (score <= 0.4) tone = "bad";
+  return { short: `~${percent}%`, long: `about ${percent}% chance, estimated by search`, tone };
 }
 
 /**
@@ -335,14 +385,18 @@ export function createStatus({ status, detail, notice, announcer, banner, banner
       announceFrame = requestAnimationFrame(() => { announcer.textContent = text; });
     },
 
-    /** Show a refusal for a while, in place of the news line. */
-    notice(text) {
+    /**
+     * Show a refusal for a while, in place of the news line. `sticky`: until the next notice or
+     * action (what became of a move tapped offline), on up to two lines.
+     */
+    notice(text, { sticky = false } = {}) {
       clearTimeout(noticeTimer);
       // Same text twice: empty first so screen readers announce it again.
       notice.textContent = "";
       requestAnimationFrame(() => { notice.textContent = text; });
+      notice.classList.toggle("is-sticky", sticky);
       notice.parentElement.classList.add("has-notice");
-      noticeTimer = setTimeout(clearNotice, NOTICE_MS);
+      if (!sticky) noticeTimer = setTimeout(clearNotice, NOTICE_MS);
     },
 
     clearNotice,

@@ -6,6 +6,7 @@ page gets its own browser context, so its own cookie: a new player with an empty
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -63,14 +64,23 @@ def phone(chromium: Chromium) -> dict:
 
 
 def device_options(chromium: Chromium, device) -> dict:
-    """new_context options for "desktop", "phone", a device name, or a viewport dict."""
+    """new_context options for "desktop", "phone", a device name, a viewport dict, or the
+    options themselves (a dict with a "viewport")."""
     if device == "desktop":
         return DESKTOP
     if device == "phone":
         return phone(chromium)
     if isinstance(device, str):
         return descriptor(chromium, device)
+    if "viewport" in device:
+        return device
     return {"viewport": device}
+
+
+# A returning player: saved settings before the page's first script runs, unless it saved its own.
+RETURNING = """try {
+    if (!localStorage.getItem("ttt.preferences")) localStorage.setItem("ttt.preferences", %s);
+} catch {}"""
 
 
 def note_console(message, problems: list[str]) -> None:
@@ -95,13 +105,19 @@ def open_page(chromium, live_server, request):
     contexts = []
     problems: list[str] = []
 
-    def open_page(device="desktop", path="/", color_scheme="light", server=None, motion=None):
+    def open_page(device="desktop", path="/", color_scheme="light", server=None,
+                  motion="reduce", preferences=None):
         """`device`: "desktop", "phone" (Pixel 7), a Playwright device name or a viewport;
-        `motion="reduce"`: no transitions, so a busy machine never clicks one mid-way."""
+        `motion`: "reduce" (no transitions, so a busy machine never clicks one mid-way) unless
+        a test asks for "no-preference";
+        `preferences`: a returning player's saved settings ({"level": "perfect"}), which the
+        page's own choices then replace."""
         context = chromium.browser.new_context(
             base_url=server or live_server, color_scheme=color_scheme, reduced_motion=motion,
             **device_options(chromium, device))
         contexts.append(context)
+        if preferences:
+            context.add_init_script(RETURNING % json.dumps(json.dumps(preferences)))
         page = context.new_page()
         page.on("console", lambda message: note_console(message, problems))
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import device_options
 from tests.browser.test_learn import pass_and_play
-from tests.browser.test_play import board, cell, choose, leave_anyway
+from tests.browser.test_play import PERFECT, board, cell, choose, leave_anyway
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -36,22 +36,22 @@ RUN_AXE = """async () => (await axe.run(document, {resultTypes: ["violations"]})
     .map((v) => `${v.id} (${v.impact}): ${v.help}: `
         + v.nodes.map((node) => node.target.join(" ")).join(", "))"""
 
-# Whether the focused control shows a focus ring (on its label, for the radios and the switch).
+# Whether the focused control shows a focus ring (on its box, for the settings and the switch).
 RING = """() => {
     const focused = document.activeElement;
     let drawn = focused;
-    if (focused.matches(".segments input")) drawn = focused.nextElementSibling;
+    if (focused.matches(".pick-select")) drawn = focused.closest(".pick");
     else if (focused.matches(".switch input")) drawn = focused.closest("label");
     const style = getComputedStyle(drawn);
     return style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2;
 }"""
 
-# Visible controls smaller than a fingertip (48 x 48 CSS px); radios and the switch by their label.
-SMALL_TARGETS = """() => [...document.querySelectorAll("a[href], button, input, [tabindex]")]
+# Visible controls smaller than a fingertip (48 x 48 CSS px); the switch by its label.
+SMALL_TARGETS = """() => [...document.querySelectorAll(
+        "a[href], button, input, select, [tabindex]")]
     .filter((control) => control.getClientRects().length > 0)
     .map((control) => {
-        const drawn = control.matches(".segments input, .switch input")
-            ? control.closest("label") : control;
+        const drawn = control.matches(".switch input") ? control.closest("label") : control;
         const box = drawn.getBoundingClientRect();
         return [control.id || control.className || control.tagName, box.width, box.height];
     })
@@ -136,9 +136,9 @@ def test_every_state_passes_axe_and_fits_the_screen(open_page, chromium, live_se
     page.locator("#review [data-step='back']").click()
     expect(page.locator("#board-wrap")).to_have_class(re.compile("is-replay"))
     audit(page, "stepping through the review", axe)
-    page.locator("#tab-setup").click()
-    expect(page.locator("#settings")).to_be_visible()
-    audit(page, "game over, the settings tab", axe)
+    page.locator("#tab-record").click()
+    expect(page.locator("#record")).to_be_visible()
+    audit(page, "game over, the record tab", axe)
     if device != "desktop":
         rotate(page)
         fits(page, "on its side, game over", layout)
@@ -221,7 +221,7 @@ def arrow_to(page: Page, target: int) -> None:
 
 
 def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
-    page = open_page()
+    page = open_page(preferences=PERFECT)
     status = page.locator("#status")
     announced = page.locator("#announce")
     expect(status).to_have_text("Your turn")
@@ -235,7 +235,8 @@ def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
 
     tab_to(page, "#sound", limit=1)  # the first stop: sound effects, off until turned on
     expect(page.locator("#sound")).to_have_attribute("aria-pressed", "false")
-    tab_to(page, "[data-cell]", limit=1)
+    tab_to(page, "select[name='mode']", limit=1)  # then the settings, in sight above the board
+    tab_to(page, "[data-cell]", limit=4)
     expect(cell(page, 0)).to_be_focused()
 
     page.evaluate("""() => {
@@ -260,25 +261,27 @@ def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
     # Neither the AI's replies nor the review opening moved anything on the page.
     assert page.evaluate("() => window.shifted") < 0.01
 
-    tab_to(page, "#tab-review")  # after the game, the review first; the settings a key away
+    tab_to(page, "#tab-review")  # after the game, the review first; the record a key away
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#tab-setup")).to_be_focused()
-    expect(page.locator("#tab-setup")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#tab-record")).to_be_focused()
+    expect(page.locator("#tab-record")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#review")).to_be_hidden()
-    expect(page.locator("#settings")).to_be_visible()
+    expect(page.locator("#record")).to_be_visible()
     tab_to(page, "#rematch", backwards=True)
     page.keyboard.press("Enter")  # sides swap: the AI opens, and the keys are on the board
     expect(page.locator("#player-o .player-name")).to_have_text("You")
     expect(status).to_have_text("Your turn")
     expect(page.locator("[data-cell]:focus")).to_have_count(1)
-    expect(announced).to_have_text(re.compile(r"^AI played the [a-z ]+\. Your turn$"))
-    tab_to(page, "input[name='level']:checked")
-    page.keyboard.press("ArrowLeft")  # Perfect -> Hard: a new game against it, still as O
-    expect(page.locator("#player-x .player-name")).to_have_text("AI · Hard")
+    expect(announced).to_have_text(
+        re.compile(r"^You play O this time\. AI played the [a-z ]+\. Your turn$"))
+    tab_to(page, "select[name='level']", backwards=True)
+    page.keyboard.press("ArrowUp")  # Perfect -> Hard: a new game against it, as X again
+    expect(page.locator("#player-o .player-name")).to_have_text("AI · Hard")
     expect(status).to_have_text("Your turn")
-    expect(page.locator("input[name='level'][value='hard']")).to_be_focused()
+    expect(page.locator("select[name='level']")).to_be_focused()
+    expect(page.locator("select[name='level']")).to_have_value("hard")
 
-    tab_to(page, "#evaluations", backwards=True)
+    tab_to(page, "#evaluations")
     page.keyboard.press("Space")
     expect(page.locator(".cell[data-result]")).to_have_count(board(page).count("."))
     tab_to(page, "#hint-button")
@@ -288,7 +291,7 @@ def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
     tab_to(page, "[data-cell]", backwards=True)
     free = board(page).index(".")
     page.keyboard.press(str(free + 1))  # or a digit, 1 to 9
-    expect(cell(page, free)).to_have_attribute("data-mark", "O")
+    expect(cell(page, free)).to_have_attribute("data-mark", "X")
 
 
 # Counts the blips the page starts: a stand-in for a speaker.

@@ -141,7 +141,7 @@ def test_a_settings_tap_mid_game_asks_before_leaving_and_says_what_happens(open_
     audit(guest, "asked before leaving a friend game", problems)
     dialog.locator("[data-leave='stay']").click()  # stays: nothing happened
     expect(dialog).to_be_hidden()
-    expect(guest.locator("input[name='mode'][value='friend']")).to_be_checked()
+    expect(guest.locator("select[name='mode']")).to_have_value("friend")
     expect(status(guest)).to_have_text("Your friend's turn")
     expect(status(host)).to_have_text("Your turn")
 
@@ -164,7 +164,7 @@ def test_abort_before_both_moved_and_resign_after(open_page):
     expect(guest.locator("#rematch")).to_be_disabled()
     expect(status(host)).to_have_text("Waiting for your friend to join")
 
-    # Against the AI, Resign asks, and the loss is counted.
+    # Against the AI, Resign asks, and the loss is counted (a first visit plays the easy AI).
     page = open_page("phone")
     expect(status(page)).to_have_text("Your turn")
     cell(page, 4).tap()
@@ -174,7 +174,7 @@ def test_abort_before_both_moved_and_resign_after(open_page):
     expect(dialog).to_contain_text("It counts as a loss against the AI.")
     dialog.locator("[data-leave='go']").tap()
     expect(status(page)).to_have_text("You resigned")
-    expect(page.locator("#record tr[data-level='perfect'] [data-stat='losses']")).to_have_text("1")
+    expect(page.locator("#record tr[data-level='easy'] [data-stat='losses']")).to_have_text("1")
     expect(page.locator("#rematch")).to_be_enabled()
 
 

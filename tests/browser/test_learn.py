@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_play import board, cell, choose
+from tests.browser.test_play import PERFECT, board, cell, choose
 from ttt import analysis
 from ttt.rules import Board
 
@@ -79,7 +79,7 @@ def test_evaluations_show_the_engines_verdict_and_follow_the_game(open_page):
 
 
 def test_hints_and_evaluations_against_the_ai_end_in_the_summary(open_page):
-    page = open_page()
+    page = open_page(preferences=PERFECT)
     status = page.locator("#status")
     expect(status).to_have_text("Your turn")
     page.locator("#evaluations-switch").click()
@@ -127,10 +127,13 @@ def test_review_replays_the_game_and_explains_the_first_mistake(open_page):
     expect(card.locator(".mistake[data-side='X'] .mistake-text")).to_have_text("No mistakes")
     expect(card.locator("[data-review='link']")).to_have_value(re.compile(r"^http://[^/]+/r/03142$"))
 
-    # The board's own arrow keys still move between squares, and nothing else.
+    # The keys step through the game as the card says wherever the focus is, a square too.
     cell(page, 4).focus()
-    page.keyboard.press("ArrowRight")
-    expect(cell(page, 5)).to_be_focused()
+    page.keyboard.press("Home")
+    expect(card.locator("[data-review='caption']")).to_have_text("Start · move 0 of 5")
+    assert board(page) == positions[0]
+    page.keyboard.press("End")
+    expect(card.locator("[data-review='caption']")).to_have_text("Final position · move 5 of 5")
     assert board(page) == positions[-1]
 
     card.locator("[data-step='back']").focus()
@@ -160,7 +163,7 @@ def test_review_replays_the_game_and_explains_the_first_mistake(open_page):
     expect(page.locator("#practice")).to_be_visible()
     expect(page.locator("#detail")).to_have_text("Practice from move 2 · not counted")
     expect(page.locator("#player-o .player-name")).to_have_text("You")
-    expect(page.locator("#player-x .player-name")).to_have_text("AI · Perfect")
+    expect(page.locator("#player-x .player-name")).to_have_text("AI · Easy")  # the bar's level
     assert board(page) == positions[1]
     expect(card).to_be_hidden()
     cell(page, 4).click()  # the centre this time
