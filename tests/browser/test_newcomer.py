@@ -25,6 +25,13 @@ OVER = re.compile(r"^(You win!|The AI wins|Draw)$")
 # The settings a newcomer must find: who to play, which side, how hard.
 SETTINGS = ["#pick-mode", "#pick-you", "#pick-level", "#pick-variant"]
 GAMES_TO_WIN = 6  # the scripted player wins about 7 games in 8 against the easy AI
+# Every layout shift from now on, caused by input or not, added up in window.shifted.
+WATCH_SHIFTS = """() => {
+    window.shifted = 0;
+    new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) window.shifted += entry.value;
+    }).observe({type: "layout-shift"});
+}"""
 
 
 def status(page: Page):
@@ -77,11 +84,13 @@ def test_a_newcomer_on_a_phone_sees_the_settings_and_can_win_the_first_games(ope
     expect(page.locator("#pick-level .pick-text")).to_have_text("Easy")
     on_screen(page, [*SETTINGS, "#board"])
     expect(page.locator(".hint:visible")).to_have_count(0)  # no keyboard hints on a touch screen
+    page.evaluate(WATCH_SHIFTS)
 
     results = [play_perfectly(page)]
-    # After the game: the settings are where they were, nothing hides them.
+    # After the game: the settings are where they were, nothing hides them, nothing moved.
     expect(page.locator("#review")).to_be_visible()
     on_screen(page, [*SETTINGS, "#board"])
+    assert page.evaluate("() => window.shifted") == 0
     expect(page.locator("#review .keys-hint")).to_be_hidden()
 
     while "You win!" not in results and len(results) < GAMES_TO_WIN:
