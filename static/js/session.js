@@ -383,6 +383,9 @@ export function createSession(parts, { call: send, app, calm }) {
     }, delay);
   }
 
+  // The player's saved settings in the bar at once, not when the first game arrives.
+  reflect(null);
+
   return {
     call,
     now: () => ({ game: state.game, busy: state.busy }),

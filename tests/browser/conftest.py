@@ -84,7 +84,8 @@ RETURNING = """try {
 
 
 def note_console(message, problems: list[str]) -> None:
-    if message.type == "error":
+    # A reconnect tried while a test has cut the network: the browser's words, not the page's.
+    if message.type == "error" and "net::ERR_INTERNET_DISCONNECTED" not in message.text:
         problems.append(f"console.error: {message.text}")
 
 
