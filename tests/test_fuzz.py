@@ -56,7 +56,6 @@ GAME_EVENTS = ("analyze", "rematch", "claim", "hint", "resign", "abort", "declin
 # "connect" and "disconnect" are left out on purpose: see test_abuse.py.
 UNKNOWN_EVENTS = ("nope", "message", "game", "record", "rematch ", "MOVE", "reaction", "tick", "")
 SECONDS = st.sampled_from([1, 7, 31, 61])  # time passing: 1 s for reactions, 61 for claims
-FOLLOWED = "followed"        # a screen that got the `rematch` push: the client moves on
 
 
 # --- an independent referee -------------------------------------------------------------------
@@ -252,7 +251,7 @@ class Player:
     connected: bool = True
     shows: str | None = None  # the game its connection shows (presence)
     held: list[tuple[str, str]] = field(default_factory=list)  # (game, mark or "watch")
-    screen: Any = None        # (the last Game it got for the game it shows, when), or FOLLOWED
+    screen: Any = None        # (the last Game it got for the game it shows, when)
 
     def __repr__(self) -> str:
         return f"Player({self.pid[:6]}…, shows={self.shows})"
@@ -1234,8 +1233,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
                     old = self.games[payload["from"]]
                     assert player.shows == old.id and old.rematch_id, (packet, player.shows)
                     fresh = self.games[old.rematch_id]
+                    # A page may stay on the old game (a review): its `game` push comes too.
                     self._check_view(payload["game"], fresh, fresh.role(player.pid))
-                    pass  # player.screen = FOLLOWED
                 elif name == "reaction":
                     assert player.pid not in got, "two reactions pushed"
                     got[player.pid] = payload
@@ -1248,7 +1247,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def _check_screens(self) -> None:
         """The last Game each connection got for the game it shows is that game now."""
         for player in self._connected():
-            if player.shows is None or player.screen == FOLLOWED:
+            if player.shows is None:
                 continue
             assert player.screen is not None, "a shown game never sent"
             seen, when = player.screen
@@ -1376,12 +1375,63 @@ TicTacToeMachine.TestCase.settings = settings(
     max_examples=100, stateful_step_count=80, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-# Runs in CI every time, but does not fail it yet: the model, brought to protocol version 2
-# this session, still disagrees with the server in some explored runs (about one in two),
-# and whether the model or the server is wrong is not diagnosed yet. See the open issue note.
+# Non-strict for now: the referee finds two server bugs (pinned below, strict, in
+# test_found_*): a rematch carries stale names, and a rematch started from another page does
+# not push the old game. Drop the marker with their fix.
 test_events_against_the_model = pytest.mark.xfail(
-    strict=False, reason="v2 referee: an intermittent disagreement not yet diagnosed")(
+    strict=False, reason="server bugs pinned by test_found_stale_rematch_names and "
+                         "test_found_old_game_not_pushed_after_rematch")(
     TicTacToeMachine.TestCase)
+
+
+# --- what the referee found, pinned -----------------------------------------------------------
+
+def _table_of_two():
+    """The master with a fake clock, and two players' event senders."""
+    from ttt.store import open_store
+    from ttt.table import Limits, Table
+
+    clock = Clock()
+    table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock,
+                  rng=random.Random(0), limits=Limits(creations_per_minute=0))
+    senders = []
+    for n, pid in enumerate(("a" * 22, "b" * 22)):
+        assert table.connect(f"sid{n}", pid, "10.0.0.1")
+        senders.append(lambda event, sid=f"sid{n}", **payload: table.handle(event, sid, payload))
+    return table, *senders
+
+
+@pytest.mark.xfail(strict=True, reason="server bug: a rematch copies the old game's names")
+def test_found_stale_rematch_names() -> None:
+    """PROTOCOL: `names` are the display names of the people seated. A rename while another
+    game is on screen does not reach a finished game, and its rematch copied those names."""
+    _, ana, _ = _table_of_two()
+    old = ana("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
+    assert ana("resign", game=old).answer["ok"]
+    assert ana("new_game", mode="ai", you="X", level="easy").answer["ok"]  # on screen now
+    assert ana("set_name", name="Ana").answer == {"ok": True, "name": "Ana"}
+    fresh = ana("rematch", game=old).answer
+    assert fresh["you"] == "O" and fresh["game"]["names"] == {"X": None, "O": "Ana"}
+
+
+@pytest.mark.xfail(strict=True, reason="server bug: no `game` push of the continued game")
+def test_found_old_game_not_pushed_after_rematch() -> None:
+    """PROTOCOL: `game` goes to the room after every change. Ben offers a rematch and reads
+    the review; Ana accepts from another game's page: the old game changed (`rematch` set,
+    `offer` gone) but Ben's room gets only the `rematch` push, and his `can` still offers
+    `decline`, which would be refused."""
+    table, ana, ben = _table_of_two()
+    old = ana("new_game", mode="friend", you="X").answer["game"]["id"]
+    assert ben("join", game=old).answer["you"] == "O"
+    assert ana("resign", game=old).answer["ok"]
+    assert ben("rematch", game=old).answer["started"] is False
+    assert ana("new_game", mode="ai", you="X", level="easy").answer["ok"]
+    reply = ana("rematch", game=old)
+    assert reply.answer["started"] is True
+    games = [p.payload() if callable(p.payload) else p.payload for p in reply.pushes
+             if p.event == "game" and p.room == f"g:{old}:O"]
+    assert games and games[-1]["rematch"] == reply.answer["game"]["id"]
+    assert games[-1]["offer"] is None and "decline" not in games[-1]["can"]
 
 
 def test_the_referee_agrees_with_the_rules() -> None:
