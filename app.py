@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 
 from ttt.web import create_app, get_socketio
 
@@ -12,6 +14,9 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
     args = parser.parse_args()
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: for an operator (and the
+    # leak tests) to see what a busy or stuck server is doing, without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     app = create_app()
     print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
           flush=True)
