@@ -158,9 +158,12 @@ def test_can_lists_what_each_receiver_may_do():
     assert allowed(over, "O", None) == ["analyze", "decline", "react"]
     assert allowed(over, "spectator", None) == ["analyze"]
     ai = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
-    assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign"]
+    # Version 1 starts a rematch against the AI or in pass-and-play at any time.
+    assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign", "rematch"]
     local = create("local", "alice", NOW)
-    assert allowed(local, "both", None) == ["move", "hint", "analyze"]
+    assert allowed(local, "both", None) == ["move", "hint", "analyze", "rematch"]
+    assert allowed(abort(take_seat(create("friend", "a", NOW), "b", NOW), "a", NOW),
+                   "X", None) == ["analyze", "react"]
 
 
 def test_a_timed_game_runs_only_once_both_seats_are_taken():

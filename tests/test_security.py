@@ -216,8 +216,14 @@ def stacks(pid: int, log: Path | None) -> str:
     places = collections.Counter(
         " <- ".join(line.strip() for line in block.splitlines()[1:4])
         for block in dump.split("\n\n") if block.strip())
-    return "threads by their top frames:\n" + "\n".join(
+    tasks: collections.Counter = collections.Counter()
+    for task in Path(f"/proc/{pid}/task").iterdir():  # what the kernel says of each thread
+        with contextlib.suppress(OSError):
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            tasks[f"{state} in {(task / 'wchan').read_text() or '-'}"] += 1
+    return ("threads by their top frames:\n" + "\n".join(
         f"{count:5d} x {place}" for place, count in places.most_common(12))
+        + f"\nthreads by kernel state: {dict(tasks)}")
 
 
 # --- item 1: a body Engine.IO would choke on never reaches it ---------------------------------

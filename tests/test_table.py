@@ -407,6 +407,38 @@ def test_live_games_per_player_are_capped(clock):
     assert "full" in ben("new_game", mode="local").answer["error"]["message"]
 
 
+def test_a_rematch_is_a_new_game_to_the_caps_and_the_creation_rate(clock):
+    store = open_store("memory://")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0, live_per_player=1, live_total=100,
+                                live_per_address=2))
+    # Ana finishes a friend game; Ben then fills his own cap elsewhere: Ana's acceptance
+    # would seat Ben in one game more than he may have.
+    ana, ben, gid = friends(table)
+    ana.ok("resign", game=gid)
+    ben.ok("rematch", game=gid)
+    ben.ok("new_game", mode="local")
+    assert "too many" in ana("rematch", game=gid).answer["error"]["message"]
+    # A chain of AI rematches counts against the address that started it: the address cap
+    # holds, however many fresh cookies it uses.
+    cyd, dot, eve = (Person(table, address="10.9.9.9") for _ in range(3))
+    first = cyd.ok("new_game", mode="ai", you="X", level="easy").answer["game"]["id"]
+    cyd.ok("resign", game=first)
+    again = cyd.ok("rematch", game=first).answer["game"]["id"]
+    assert store.get(again).origin == store.get(first).origin is not None
+    dot.ok("new_game", mode="local")  # the address's second live game: its cap
+    assert eve.code("new_game", mode="local") == "not_allowed"
+
+
+def test_rematches_share_the_creation_rate(clock):
+    table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=2))
+    ana = Person(table)
+    gid = ana.ok("new_game", mode="local").answer["game"]["id"]
+    gid = ana.ok("rematch", game=gid).answer["game"]["id"]
+    assert ana.code("rematch", game=gid) == "rate_limited"
+
+
 def test_too_many_connections_of_one_player_are_refused(clock):
     presence = Presence(MemorySeats(clock), clock, max_connections=3)
     table = Table(open_store("memory://"), presence, clock=clock)
@@ -443,7 +475,7 @@ def test_join_without_a_game_answers_null_then_the_current_game(table):
     tab = Person(table, ana.player)
     answer = tab.ok("join").answer
     assert answer["game"]["id"] == gid and answer["you"] == "both"
-    assert answer["game"]["can"] == ["move", "hint", "analyze"]
+    assert answer["game"]["can"] == ["move", "hint", "analyze", "rematch"]
 
 
 def test_leaving_for_another_game_leaves_the_seat_offline(table):

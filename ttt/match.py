@@ -287,8 +287,9 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
     if claimable_in == 0 and playing and role in ("X", "O") and match.mode == "friend":
         can.append("claim")
     # Against a friend a rematch is an offer: the offerer waits, the opponent may accept.
-    if seated and not playing and match.status != "aborted" and (
-            match.rematch_id or match.mode != "friend" or match.offer != role):
+    # Against the AI and in pass-and-play it starts at once, mid-game too (version 1).
+    if seated and match.status != "aborted" and (
+            match.mode != "friend" or (not playing and (match.rematch_id or match.offer != role))):
         can.append("rematch")
     if match.offer and role in ("X", "O") and not match.rematch_id:
         can.append("decline")
@@ -514,10 +515,14 @@ def decline(match: Match, player_id: str, now: float) -> Match:
 
 
 def rematch(match: Match, player_id: str, now: float, rng: random.Random,
-            game_id: str | None = None, think: bool = True) -> tuple[Match, Match]:
+            game_id: str | None = None, think: bool = True,
+            names: dict[str, str | None] | None = None,
+            origin: str | None = None) -> tuple[Match, Match]:
     """(the old match marked as continued, the new game with sides swapped).
 
-    In a friend game only the player who did not make the offer can start it.
+    In a friend game only the player who did not make the offer can start it. `names`: the
+    people's names now, by seat of the new game (else the old game's, swapped); `origin`:
+    the starter's address digest, counted against its cap like any game it creates.
     """
     role = _over_and_seated(match, player_id)
     if match.mode == "friend" and match.offer != other(role):
@@ -528,10 +533,12 @@ def rematch(match: Match, player_id: str, now: float, rng: random.Random,
     else:
         series = total
     seats = {"X": match.seats["O"], "O": match.seats["X"]}
-    names = {"X": match.names.get("O"), "O": match.names.get("X")}
+    if names is None:
+        names = {"X": match.names.get("O"), "O": match.names.get("X")}
     fresh = Match(id=game_id or new_id(), mode=match.mode, level=match.level, seats=seats,
                   series=series, names=names, seated={m: now for m in SIDES},
-                  clock=match.clock, variant=match.variant, created=now, updated=now)
+                  clock=match.clock, variant=match.variant, created=now, updated=now,
+                  origin=origin if origin is not None else match.origin)
     if think:
         fresh = ai_reply(fresh, rng, now, stamp=False)
     fresh = _restart_clock(fresh, now)

@@ -460,29 +460,58 @@ class Table:
                 return Reply({"ok": True, "started": False,
                               "game": self.view(offered, role)}, pushes)
             old = offered  # the opponent's acceptance got in first
-        if old.rematch_id is None:
-            if self.store.count_live(player) >= self.limits.live_per_player:
-                raise MatchError("not_allowed", "you have too many unfinished games")
+        continued = old.rematch_id is not None  # by the other player, a moment ago
+        if not continued:
+            self._may_create(sid, player, old)
+            names = self._names_now(old)
+            origin = self.origin(self.presence.connection(sid).address)
 
             def change(match: Match) -> Match | Update:
                 if match.rematch_id:  # someone else's rematch got in first: keep theirs
                     return match
                 marked, fresh = rematch(match, player, self.clock(), self.rng,
-                                        think=match.rules.instant_ai)
+                                        think=match.rules.instant_ai, names=names,
+                                        origin=origin)
                 return Update(marked, create=fresh)
 
-            _, old = self._update(game_id, change)
+            before, old = self._update(game_id, change)
+            continued = old.rev != before.rev
         assert old.rematch_id is not None
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch outside the transaction
             fresh = self._think(fresh)[1]
         reply = self._enter(sid, fresh, player, started=True)
+        if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
+            reply.pushes.extend(self.game_pushes(old))
         # Everyone who saw the old game follows: each side now sits at the other.
         swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
         for seen in self.roles(old):
             reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
                 lambda role: {"from": old.id, "game": self.view(fresh, role)}, swap[seen])))
         return reply
+
+    def _may_create(self, sid: str, player: str, old: Match) -> None:
+        """Refuse a rematch the caps and the creation rate would refuse as a new game."""
+        conn = self.presence.connection(sid)
+        per_minute = self.limits.creations_per_minute
+        if not (self._creations.take(f"p:{player}", per_minute)
+                and self._creations.take(f"a:{conn.address}", per_minute)):
+            raise MatchError("rate_limited", "too many new games at once: wait a moment")
+        # Both people sit in the new game: each must have room for it.
+        if any(self.store.count_live(who) >= self.limits.live_per_player
+               for who in dict.fromkeys(old.humans())):
+            raise MatchError("not_allowed", "you have too many unfinished games")
+        if self.store.count_live() >= self.limits.live_total:
+            raise MatchError("not_allowed", "the server is full; try again in a moment")
+
+    def _names_now(self, old: Match) -> dict[str, str | None]:
+        """The names of the rematch's seats as the people call themselves now (sides swap)."""
+        if old.mode == "local":
+            return {"X": None, "O": None}
+        names: dict[str, str | None] = {}
+        for side, seat in (("X", old.seats["O"]), ("O", old.seats["X"])):
+            names[side] = self.store.name(seat) if seat and seat != AI else None
+        return names
 
     def decline(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)

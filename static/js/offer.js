@@ -60,7 +60,9 @@ export function createOffer({ row, buttons, text }, handlers) {
       const can = new Set(game.can ?? []);
       const shown = choose(game, following);
       for (const name of slot) buttons[name].hidden = name !== shown;
-      buttons.rematch.disabled = !can.has("rematch");
+      // A game in progress keeps the slot but offers no restart: one stray tap must not
+      // throw away a pass-and-play game (the server would take it, version 1 style).
+      buttons.rematch.disabled = !can.has("rematch") || game.status === "playing";
       const answering = shown === "accept";
       buttons.decline.hidden = !answering;
       buttons.decline.setAttribute("aria-disabled", String(!can.has("decline")));

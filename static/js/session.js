@@ -55,6 +55,7 @@ export function createSession(parts, { call: send, app, calm }) {
     withdrawing: false,  // our own decline is on its way: its change is no news
     following: null,     // a rematch this spectator did not follow (it was reading the review)
     queued: null,        // {id, version, cell, variant}: a move tapped while offline, to send
+    starts: 0,           // new games asked for: only the newest one's answer is shown
     urlGame: app.dataset.gameId || null,
     trouble: false,      // the server's store is down: the banner stays until a call succeeds
     retryTimer: 0,
@@ -223,11 +224,16 @@ export function createSession(parts, { call: send, app, calm }) {
     return plan.event ? end(plan.event) : true;
   }
 
-  /** A new game with `settings`, once the game on screen is left; true if it started. */
+  /** A new game with `settings`, once the game on screen is left; true if it started, null
+   * when a newer new game was asked for meanwhile. */
   async function startGame(settings) {
     if (!(await leaveFirst())) return false;
     status.clearNotice();
+    // Two quick choices (a level, then the variant) are two calls that the server may answer
+    // in either order: the game shown is the last one asked for, not the last one answered.
+    const asked = ++state.starts;
     const answer = await call("new_game", newGamePayload(settings));
+    if (asked !== state.starts) return null; // superseded: the newer call shows its game
     if (!answer.ok) {
       status.notice(refusalText(answer.error, "new_game"));
       return false;
@@ -403,8 +409,9 @@ export function createSession(parts, { call: send, app, calm }) {
 
     /** A settings choice: a new game with it, or the form back as it was if the player stays. */
     async settings(settings) {
-      if (await startGame(settings)) savePreferences(settings);
-      else reflect(state.game);
+      const started = await startGame(settings);
+      if (started) savePreferences(settings);
+      else if (started === false) reflect(state.game);
     },
 
     /** The claim countdown ran out: a fresh view says whether the claim is open now. */
