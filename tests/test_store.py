@@ -309,3 +309,36 @@ def test_sqlite_opens_a_file_from_the_first_release(tmp_path):
     store.set_name("a", "Ana")
     assert store.name("a") == "Ana"
     store.close()
+
+
+def test_two_processes_on_one_sqlite_file_never_act_on_a_stale_copy(tmp_path):
+    """Each SqliteStore keeps the games it wrote: another process's write makes that copy
+    stale, and a change is then decided again on the row as stored (moves and refusals)."""
+    url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    one, two = open_store(url), open_store(url)
+    try:
+        match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+        one.create(match)
+        two.update(match.id, lambda m: play(m, "alice", 4, NOW))  # one's copy is now stale
+        # Bob's move: on one's copy it is not his turn; on the row it is, and it lands.
+        before, after = one.update(match.id, lambda m: play(m, "bob", 0, NOW))
+        assert before.moves == (4,) and after.moves == (4, 0)
+        # Alice's move with the version two last saw: stale on the row, whatever two cached.
+        with pytest.raises(MatchError) as refused:
+            two.update(match.id, lambda m: play(m, "alice", 8, NOW, version=1))
+        assert refused.value.code == "stale"
+        before, after = two.update(match.id, lambda m: play(m, "alice", 8, NOW, version=2))
+        assert after.moves == (4, 0, 8)
+        assert one.get(match.id) == two.get(match.id) == after
+        # A game ended through a stale copy is ended once, on the stored row.
+        ai = create("ai", "carol", NOW, you="X", level="easy")
+        one.create(ai)
+        two.update(ai.id, lambda m: resign(m, "carol", NOW))
+        with pytest.raises(MatchError) as refused:  # one's copy says "playing": not trusted
+            one.update(ai.id, lambda m: resign(m, "carol", NOW))
+        assert refused.value.code == "game_over"
+        two.delete(ai.id)
+        assert one.update(ai.id, lambda m: resign(m, "carol", NOW)) is None
+    finally:
+        one.close()
+        two.close()

@@ -280,6 +280,9 @@ class Table:
         """Make the connection show `match`; pushes for the games whose presence changed."""
         pushes: list[Push] = []
         for game_id in self.presence.attach(sid, match):
+            if game_id != match.id and not (any(self.presence.online(game_id).values())
+                                            or self.presence.watchers(game_id)):
+                continue  # the game this connection left: nobody else is looking at it
             changed = match if game_id == match.id else self.store.get(game_id)
             if changed:
                 pushes += self.game_pushes(changed)
@@ -379,6 +382,7 @@ class Table:
 
         def change(match: Match) -> Update:
             now = self.clock()
+            late.clear()  # a store may call a change again, on a newer match
             if expired(match, now):  # the clock ran out first: that is what lands
                 late.append(True)
                 return Update(time_out(match, now))

@@ -1,9 +1,12 @@
 """Matches in one SQLite file: the default. A JSON snapshot per game, WAL journal.
 
 WAL with synchronous=NORMAL survives a killed process without an fsync per
-move. Every change runs in a `BEGIN IMMEDIATE` transaction, which takes the
-write lock up front: two processes on the same file can never both apply a
-change to the same revision.
+move. Every write is a compare-and-set on the game's `rev`: a change read
+inside a `BEGIN IMMEDIATE` transaction, which takes the write lock up front, or
+(the common move) a change applied to this process's cached copy and written
+by one `UPDATE ... WHERE rev = ?`, which lands only if nobody wrote the game
+since. Either way two processes can never both apply a change to the same
+revision.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 
 from ttt.match import Match
@@ -23,6 +27,7 @@ from ttt.store import (
     Caps,
     Change,
     StoreUnavailable,
+    Update,
     add_credits,
     as_update,
     empty_record,
@@ -62,6 +67,8 @@ CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS 
 CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
 CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
 """
+#: Games whose last written state this process keeps, to change without reading them back.
+CACHED_GAMES = 4096
 LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
            "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
 
@@ -93,6 +100,10 @@ class SqliteStore:
         self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._pool_size = pool_size
         self._write_lock = threading.Lock()
+        # The state this process last wrote of each recent game. Only ever trusted through a
+        # compare-and-set on `rev` (every write bumps it), so another process's write simply
+        # makes an entry useless, never wrong. Changed only under the write lock.
+        self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             _migrate(conn)
 
@@ -155,6 +166,14 @@ class SqliteStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            self._remember(match)
+
+    def _remember(self, match: Match) -> None:
+        """Cache what was just written (the write lock is held)."""
+        self._cache[match.id] = match
+        self._cache.move_to_end(match.id)
+        if len(self._cache) > CACHED_GAMES:
+            self._cache.popitem(last=False)
 
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
@@ -167,9 +186,74 @@ class SqliteStore:
         # BEGIN IMMEDIATE still orders writers across processes.
         with self._write_lock, self._conn() as conn:
             try:
-                return self._update(conn, game_id, change)
+                done = self._update_cached(conn, game_id, change)
+                if done is None:
+                    done = self._update(conn, game_id, change)
             except sqlite3.OperationalError as error:  # locked by another process too long
+                self._cache.pop(game_id, None)
                 raise StoreUnavailable(str(error)) from error
+            if done is None:
+                self._cache.pop(game_id, None)
+            else:
+                self._remember(done[1])
+            return done
+
+    def _changed_columns(self, before: Match, after: Match) -> tuple[str, tuple]:
+        """The SET clause and its values: only the columns whose values changed (SQLite
+        rewrites every index on a column named in SET, changed or not, and those page writes
+        were most of a move's cost)."""
+        new, old = self._row(after), (*self._keys(before), None)
+        changed = [(c, v) for c, v, was in zip(self.COLUMNS, new, old, strict=True) if v != was]
+        return ", ".join(f"{c} = ?" for c, _ in changed), tuple(v for _, v in changed)
+
+    def _update_cached(self, conn: sqlite3.Connection, game_id: str,
+                       change: Change) -> tuple[Match, Match] | None:
+        """The change applied to the cached copy and written if the row is still at its
+        revision; None when that cannot be done (nothing cached, the copy is stale, or the
+        change refuses or changes nothing, which only the row as stored may decide)."""
+        before = self._cache.get(game_id)
+        if before is None:
+            return None
+        try:
+            update = as_update(change(before))
+        except Exception:  # maybe refused for a stale reason: decided again on the real row
+            return None
+        after = update.match
+        if after.rev == before.rev:
+            return None
+        columns, values = self._changed_columns(before, after)
+        sql = f"UPDATE games SET {columns} WHERE id = ? AND rev = ?"
+        if not update.create and not update.credits:
+            # One statement is its own transaction: the move is durable once it returns.
+            if conn.execute(sql, (*values, game_id, before.rev)).rowcount == 1:
+                return before, after
+            self._cache.pop(game_id, None)
+            return None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute(sql, (*values, game_id, before.rev)).rowcount != 1:
+                conn.execute("ROLLBACK")
+                self._cache.pop(game_id, None)
+                return None
+            self._write_with(conn, update)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return before, after
+
+    def _write_with(self, conn: sqlite3.Connection, update: Update) -> None:
+        """What goes with a change in its transaction: the game it creates, the records."""
+        if update.create:  # cached at once: a rolled-back one only fails its compare-and-set
+            conn.execute(self._INSERT, (*self._row(update.create), update.create.id))
+            self._remember(update.create)
+        for who in sorted({c[0] for c in update.credits}):
+            record = self._read_record(conn, who)
+            add_credits(record, who, update.credits)
+            conn.execute(
+                "INSERT INTO players (id, record) VALUES (?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                (who, json.dumps(record)))
 
     def _update(self, conn: sqlite3.Connection, game_id: str,
                 change: Change) -> tuple[Match, Match] | None:
@@ -183,25 +267,12 @@ class SqliteStore:
             update = as_update(change(before))
             after = update.match
             if after.rev != before.rev:
-                # Only the columns whose values changed: SQLite rewrites every index on a column
-                # named in SET, changed or not, and those page writes were most of a move's cost.
-                new, old = self._row(after), (*self._keys(before), None)
-                changed = [(c, v) for c, v, was in zip(self.COLUMNS, new, old, strict=True)
-                           if v != was]
-                cursor = conn.execute(
-                    f"UPDATE games SET {', '.join(f'{c} = ?' for c, _ in changed)} "
-                    "WHERE id = ? AND rev = ?", (*(v for _, v in changed), game_id, before.rev))
+                columns, values = self._changed_columns(before, after)
+                cursor = conn.execute(f"UPDATE games SET {columns} WHERE id = ? AND rev = ?",
+                                      (*values, game_id, before.rev))
                 if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; be loud if it does
                     raise RuntimeError("lost a compare-and-set under an immediate transaction")
-                if update.create:
-                    conn.execute(self._INSERT, (*self._row(update.create), update.create.id))
-                for who in sorted({c[0] for c in update.credits}):
-                    record = self._read_record(conn, who)
-                    add_credits(record, who, update.credits)
-                    conn.execute(
-                        "INSERT INTO players (id, record) VALUES (?, ?) "
-                        "ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                        (who, json.dumps(record)))
+                self._write_with(conn, update)
             conn.execute("COMMIT")
             return before, after
         except BaseException:
@@ -211,6 +282,7 @@ class SqliteStore:
     def delete(self, game_id: str) -> None:
         with self._write_lock, self._conn() as conn:
             conn.execute("DELETE FROM games WHERE id = ?", (game_id,))
+            self._cache.pop(game_id, None)
 
     @staticmethod
     def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
@@ -265,6 +337,8 @@ class SqliteStore:
                 "OR (untouched = 1 AND live = 1 AND created < ?)",
                 (idle_before, finished_before,
                  -1.0 if untouched_before is None else untouched_before)).rowcount
+            if gone:
+                self._cache.clear()
             # A player with no record and no name is only a cookie: forget it once idle.
             conn.execute("DELETE FROM players WHERE (seen IS NULL OR seen < ?) "
                          "AND record IS NULL AND name IS NULL", (idle_before,))

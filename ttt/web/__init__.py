@@ -185,6 +185,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         ping_interval=10,
         ping_timeout=10,
         serializer=TextPacket,
+        # One connection's events are handled in order on the thread (or greenlet) that reads
+        # its websocket, not on a new thread each: that spawn was a tenth of a move's server
+        # CPU. A slow handler (the ultimate AI thinking) delays only its own connection;
+        # other players' games are guarded by the store's compare-and-set as before.
+        async_handlers=False,
         # cors_allowed_origins left at its default: same origin only.
     )
     events.register(socketio, app.extensions["ttt_table"])

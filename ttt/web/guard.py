@@ -329,6 +329,29 @@ class Guard:
         eio.disconnect = disconnect
 
 
+#: First characters of a text frame that Engine.IO decodes without raising: a packet type.
+PACKET_TYPES = frozenset("0123456")
+
+
+def _decodable(data: Any) -> bool:
+    """Whether Engine.IO can decode this frame. A text frame's packet type is checked by its
+    first character (decoding the whole would parse every message's JSON a second time); the
+    rare base64 text frame (`b...`) is decoded in full."""
+    if isinstance(data, (bytes, bytearray)):
+        return True
+    if not isinstance(data, str) or not data:
+        return False
+    if data[0] in PACKET_TYPES:
+        return True
+    if data[0] != "b":
+        return False
+    try:
+        eio_packet.Packet(encoded_packet=data)
+    except Exception:
+        return False
+    return True
+
+
 class _CheckedWebSocket:
     """The websocket Engine.IO's loop reads from, minus the frames that would crash the loop."""
 
@@ -363,10 +386,8 @@ class _CheckedWebSocket:
             if len(data) > self._max_bytes:
                 self._note("an oversized websocket message closed the connection")
                 return FAILED_UPGRADE if upgrading else None
-            try:
-                eio_packet.Packet(encoded_packet=data)
-            except Exception as error:
-                self._note(f"dropped a junk websocket frame ({type(error).__name__})")
+            if not _decodable(data):
+                self._note("dropped a junk websocket frame")
                 continue
             return data
 
