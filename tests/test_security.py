@@ -205,6 +205,23 @@ def resources(pid: int) -> tuple[int, int]:
     return len(os.listdir(f"/proc/{pid}/fd")), len(os.listdir(f"/proc/{pid}/task"))
 
 
+def open_files(pid: int) -> list[str]:
+    """What a process's file descriptors point at (sockets with their TCP state)."""
+    states = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                states[fields[9]] = f"{fields[1]}->{fields[2]} state {fields[3]}"
+    found = []
+    for fd in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            inode = target[8:-1] if target.startswith("socket:[") else None
+            found.append(f"{fd}: {target} {states.get(inode, '') if inode else ''}".strip())
+    return found
+
+
 def stacks(pid: int, log: Path | None) -> str:
     """What the server's threads are doing, by where they stand (app.py dumps them on SIGUSR1)."""
     if log is None or not log.exists():
@@ -244,16 +261,22 @@ def attack_and_recover(base: str, port: int, pid: int, threads_matter: bool,
     assert statuses == {"content-length": {413}, "just-over": {413}, "chunked": {413},
                         "ping-packet": {400}}
 
+    # The leak kept one thread and one socket per attack, for good. A handful more than
+    # before is not that: the last connections' sockets, closed by the server's own garbage
+    # collection, may stay open a while in an otherwise idle process (seen: up to 4).
+    slack = ATTACKS // 25
+
     def settled() -> bool:
         fds, threads = resources(pid)
-        return fds <= fds0 + 3 and (not threads_matter or threads <= threads0 + 3)
+        return fds <= fds0 + slack and (not threads_matter or threads <= threads0 + slack)
 
     # Each handshake's ping task sleeps one ping interval (10 s): wait for the state, not a time.
     try:
-        wait_until(settled, 150, f"the server kept what the attack opened: before {fds0} files, "
-                                 f"{threads0} threads; now {resources(pid)}")
+        wait_until(settled, 150, "the server kept what the attack opened")
     except AssertionError as error:
-        raise AssertionError(f"{error}\n{stacks(pid, log)}") from None
+        raise AssertionError(f"{error}: before {fds0} files, {threads0} threads; now "
+                             f"{resources(pid)}; files {open_files(pid)}\n{stacks(pid, log)}"
+                             ) from None
     fds2, threads2 = resources(pid)
     assert requests.get(base + "/healthz", timeout=10).status_code == 200
     assert requests.get(base + "/", timeout=10).status_code == 200

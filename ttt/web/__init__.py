@@ -192,7 +192,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         async_handlers=False,
         # cors_allowed_origins left at its default: same origin only.
     )
-    events.register(socketio, app.extensions["ttt_table"])
+    events.register(socketio, app.extensions["ttt_table"], app.config)
     # In front of Flask-SocketIO's own middleware, so it sees every Engine.IO request first.
     app.wsgi_app = Guard(app.wsgi_app, app.config["TTT_MAX_MESSAGE_BYTES"],  # type: ignore
                          app.config["SESSION_COOKIE_NAME"])
