@@ -202,6 +202,9 @@ class ServerProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TTT_RATE_LIMIT": "0",
                "TTT_SECRET_KEY": self.secret, "TTT_ASYNC_MODE": self.mode,
                "TTT_STORE": self.store,
+               # Every simulated player comes from 127.0.0.1: the cap on live games per client
+               # address (500 by default) would refuse the 501st, which no real crowd shares.
+               "TTT_MAX_LIVE_PER_ADDRESS": "1000000",
                "PYTHONPATH": os.pathsep.join([str(self.root), str(ROOT)]
                                              + ([os.environ["PYTHONPATH"]]
                                                 if os.environ.get("PYTHONPATH") else []))}
