@@ -149,7 +149,42 @@ class Remote:
             self.sio.disconnect()
 
 
-def close_all(remotes: list[Remote]) -> None:
+class Log:
+    """A server's log file, read from a mark."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def since(self, mark: int) -> str:
+        with open(self.path, "rb") as f:
+            f.seek(mark)
+            return f.read().decode("utf-8", "replace")
+
+
+class Remotes:
+    """Players made on one server (`remotes()` is a new one), all closed together."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.made: list = []
+
+    def __call__(self, **kwargs) -> Remote:
+        remote = Remote(self.url, **kwargs)
+        self.made.append(remote)
+        return remote
+
+    def append(self, closable) -> None:
+        """Anything else with a `close()` to close with them."""
+        self.made.append(closable)
+
+    def close(self) -> None:
+        close_all(self.made)
+
+
+def close_all(remotes: list) -> None:
     """Disconnect in parallel (each disconnect may wait ~3 s for a close frame)."""
     threads = [threading.Thread(target=r.close) for r in remotes]
     for t in threads:

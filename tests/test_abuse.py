@@ -9,7 +9,6 @@ import contextlib
 import json
 import threading
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,7 +18,7 @@ import websocket
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
-from tests.servers import ROOT, Remote, Server, close_all
+from tests.servers import ROOT, Log, Remote, Remotes, Server, close_all
 from ttt.web import create_app, get_socketio
 
 SECRET = "abuse-test-secret"
@@ -31,21 +30,6 @@ SAFE_REFERRER_POLICIES = {"no-referrer", "same-origin", "strict-origin",
 
 
 # --- the server, its players, and what must stay untouched ----------------------------------
-
-class Log:
-    """The server's log file, read from a mark."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def size(self) -> int:
-        return self.path.stat().st_size if self.path.exists() else 0
-
-    def since(self, mark: int) -> str:
-        with open(self.path, "rb") as f:
-            f.seek(mark)
-            return f.read().decode("utf-8", "replace")
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -62,19 +46,10 @@ def log(server) -> Log:
 
 
 @pytest.fixture(scope="module")
-def _made(server):
-    made: list[Remote] = []
-    yield made
-    close_all(made)
-
-
-@pytest.fixture(scope="module")
-def make(server, _made):
-    def make_remote(**kwargs) -> Remote:
-        remote = Remote(server.url, **kwargs)
-        _made.append(remote)
-        return remote
-    return make_remote
+def make(server):
+    remotes = Remotes(server.url)
+    yield remotes
+    remotes.close()
 
 
 class Bystanders:
@@ -461,7 +436,7 @@ def test_cross_origin_connections_are_refused(server, mallory, transport, origin
 
 @pytest.mark.server
 @pytest.mark.parametrize("transport", ["websocket", "polling"])
-def test_same_origin_with_the_cookie_is_accepted(server, mallory, transport, _made):
+def test_same_origin_with_the_cookie_is_accepted(server, mallory, transport, make):
     # The cookie in the client's jar, as a browser sends it: on every polling request, not
     # only the handshake (the server refuses a polling request without its session's cookie).
     http = requests.Session()
@@ -470,7 +445,7 @@ def test_same_origin_with_the_cookie_is_accepted(server, mallory, transport, _ma
                              websocket_extra_options={"origin": server.url})
     headers = {"Origin": server.url} if transport == "polling" else {}
     client.connect(server.url, headers=headers, transports=[transport], wait_timeout=5)
-    _made.append(SimpleNamespace(close=client.disconnect))  # closed with the others, at the end
+    make.append(SimpleNamespace(close=client.disconnect))  # closed with the others, at the end
     assert client.call("join", {}, timeout=5)["ok"]
 
 

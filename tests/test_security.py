@@ -27,7 +27,7 @@ import requests
 import websocket
 from flask.sessions import SecureCookieSessionInterface
 
-from tests.servers import ROOT, Remote, Server, close_all, free_port, in_ci
+from tests.servers import ROOT, Log, Remotes, Server, free_port, in_ci
 from ttt.web import _start_housekeeping, create_app, get_socketio
 
 SECRET = "security-test-secret"
@@ -37,21 +37,6 @@ EIO = "/socket.io/?EIO=4&transport=polling"
 
 
 # --- servers, logs, raw HTTP ---------------------------------------------------------------------
-
-class Log:
-    """A server's log file, read from a mark."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def size(self) -> int:
-        return self.path.stat().st_size if self.path.exists() else 0
-
-    def since(self, mark: int) -> str:
-        with open(self.path, "rb") as f:
-            f.seek(mark)
-            return f.read().decode("utf-8", "replace")
-
 
 def server_env(**extra: str) -> dict[str, str]:
     return {"TTT_STORE": "memory://", "TTT_SECRET_KEY": SECRET, "TTT_RATE_LIMIT": "0",
@@ -72,19 +57,10 @@ def log(server) -> Log:
 
 
 @pytest.fixture(scope="module")
-def _made(server):
-    made: list[Remote] = []
-    yield made
-    close_all(made)
-
-
-@pytest.fixture(scope="module")
-def make(server, _made):
-    def make_remote(**kwargs) -> Remote:
-        remote = Remote(server.url, **kwargs)
-        _made.append(remote)
-        return remote
-    return make_remote
+def make(server):
+    remotes = Remotes(server.url)
+    yield remotes
+    remotes.close()
 
 
 class Gunicorn:
