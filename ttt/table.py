@@ -335,10 +335,7 @@ class Table:
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
         conn = self.presence.connection(sid)
-        per_minute = self.limits.creations_per_minute
-        if not (self._creations.take(f"p:{player}", per_minute)
-                and self._creations.take(f"a:{conn.address}", per_minute)):
-            raise MatchError("rate_limited", "too many new games at once: wait a moment")
+        self._take_creation(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
@@ -494,13 +491,16 @@ class Table:
                 lambda role: {"from": old.id, "game": self.view(fresh, role)}, swap[seen])))
         return reply
 
-    def _may_create(self, sid: str, player: str, old: Match) -> None:
-        """Refuse a rematch the caps and the creation rate would refuse as a new game."""
-        conn = self.presence.connection(sid)
+    def _take_creation(self, player: str, address: str) -> None:
+        """Count one new game (a rematch too) against the player's and the address's rate."""
         per_minute = self.limits.creations_per_minute
         if not (self._creations.take(f"p:{player}", per_minute)
-                and self._creations.take(f"a:{conn.address}", per_minute)):
+                and self._creations.take(f"a:{address}", per_minute)):
             raise MatchError("rate_limited", "too many new games at once: wait a moment")
+
+    def _may_create(self, sid: str, player: str, old: Match) -> None:
+        """Refuse a rematch the caps and the creation rate would refuse as a new game."""
+        self._take_creation(player, self.presence.connection(sid).address)
         # Both people sit in the new game: each must have room for it.
         if any(self.store.count_live(who) >= self.limits.live_per_player
                for who in dict.fromkeys(old.humans())):
