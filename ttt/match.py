@@ -209,9 +209,13 @@ class Match:
         """The Game as one receiver sees it: its role, what it may send, its countdowns."""
         game = self.public(online)
         left = self.seconds_left(now)
+        can = allowed(self, role, claimable_in)
         game.update(
             you=role,
-            can=allowed(self, role, claimable_in),
+            can=can,
+            rev=self.rev,
+            legal=list(self.board.legal_moves()) if "move" in can else [],
+            replay=self.rules.replay_path(self.moves),
             claimable_in=None if claimable_in is None else round(claimable_in, 1),
             offer={"rematch": self.offer} if self.offer else None,
             score=self.score(),

@@ -210,6 +210,13 @@ class Table:
 
     # --- views -------------------------------------------------------------------------------
 
+    def config(self) -> dict[str, Any]:
+        """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
+        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells}
+                             for name, rules in VARIANTS.items()},
+                "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
+                "claim_after": self.limits.claim_after}
+
     def claimable_in(self, match: Match, role: str) -> float | None:
         """Seconds until `role` may claim `match`; None when the opponent is here or unseated."""
         if match.mode != "friend" or match.is_over or role not in SIDES:

@@ -53,6 +53,7 @@ class Variant:
     review: Callable[[Sequence[int]], dict]     # a finished game for the replay page
     extra_view: Callable[[GameBoard], dict]     # fields the view adds to `board`
     separator: str                              # between cells in a replay link
+    replay_prefix: str                          # the replay route: "/r/" or "/r/u/"
     instant_ai: bool                            # the AI answers in microseconds (inside a
                                                 # store transaction), not in about a second
 
@@ -67,6 +68,10 @@ class Variant:
     def format_moves(self, moves: Sequence[int]) -> str:
         """The moves as a replay link's path part: '408' classic, '40.36.4' ultimate."""
         return self.separator.join(str(cell) for cell in moves)
+
+    def replay_path(self, moves: Sequence[int]) -> str | None:
+        """The path of the replay link of these moves (None before the first move)."""
+        return self.replay_prefix + self.format_moves(moves) if moves else None
 
     def parse_moves(self, text: str) -> list[int]:
         """A replay link's moves, checked against the rules; ValueError if they are not a game."""
@@ -105,6 +110,7 @@ CLASSIC = Variant(
     review=analysis.review,
     extra_view=lambda board: {},
     separator="",
+    replay_prefix="/r/",
     instant_ai=True,
 )
 ULTIMATE = Variant(
@@ -119,6 +125,7 @@ ULTIMATE = Variant(
     review=_ultimate_review,
     extra_view=_ultimate_view,
     separator=".",
+    replay_prefix="/r/u/",
     instant_ai=False,
 )
 VARIANTS: dict[str, Variant] = {v.name: v for v in (CLASSIC, ULTIMATE)}

@@ -23,7 +23,7 @@ from ttt import analysis
 from ttt.players import AI_LEVELS
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store
+from ttt.web import get_store, get_table
 
 bp = Blueprint("pages", __name__)
 
@@ -90,10 +90,21 @@ def _compress(response):
     response.headers["Vary"] = "Accept-Encoding"
     return response
 
+def _page(game_id: str | None):
+    return render_template("index.html", game_id=game_id, levels=AI_LEVELS,
+                           config=get_table().config())
+
+
 @bp.get("/")
 def index():
     ensure_player()
-    return render_template("index.html", game_id=None, levels=AI_LEVELS)
+    return _page(None)
+
+
+@bp.get("/api/config")
+def config():
+    """The choices the page offers (levels per variant, modes, clocks, reactions, claim delay)."""
+    return jsonify(get_table().config())
 
 
 @bp.get("/g/<game_id>")
@@ -101,7 +112,7 @@ def game(game_id: str):
     if not GAME_ID.fullmatch(game_id):
         abort(404)
     ensure_player()
-    return render_template("index.html", game_id=game_id, levels=AI_LEVELS)
+    return _page(game_id)
 
 
 @bp.get("/g/<game_id>/qr.svg")
