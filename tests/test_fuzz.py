@@ -475,6 +475,10 @@ class TicTacToeMachine(RuleBasedStateMachine):
             "online": self._online(game), "version": len(game.moves), "hints": dict(game.hints),
             "rematch": game.rematch_id, "start": game.start,
             "you": role, "can": self._can(game, role),
+            # Version 3: the cells the receiver may play, and the replay link's path.
+            "legal": ([c for c, mark in enumerate(board_of(game.moves)) if mark == "."]
+                      if "move" in self._can(game, role) else []),
+            "replay": "/r/" + "".join(map(str, game.moves)) if game.moves else None,
             "claimable_in": None if claimable is None else round(claimable, 1),
             "offer": {"rematch": game.offer} if game.offer else None,
             "score": game.score(), "names": dict(game.names), "watchers": self._watchers(game),
@@ -485,6 +489,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
         expected = self._view(game, role)
         assert isinstance(got, dict) and isinstance(got.get("can"), list), got
         assert len(set(got["can"])) == len(got["can"]) and set(got["can"]) <= set(CAN), got
+        assert type(got.get("rev")) is int, got
         shown = {k: got.get(k, "<missing>") for k in expected}
         shown["can"] = sorted(got["can"])
         assert shown == expected, _diff(shown, expected)
@@ -1252,6 +1257,9 @@ class TicTacToeMachine(RuleBasedStateMachine):
             assert player.screen is not None, "a shown game never sent"
             seen, when = player.screen
             game = self.games[player.shows]
+            # The last view shown carries the game's stored revision (PROTOCOL v3 `rev`).
+            assert seen["rev"] == self.store.get(game.id).rev, (seen["rev"], game.id)
+            seen = {k: v for k, v in seen.items() if k != "rev"}
             now = _countdown(self._view(game, game.role(player.pid)), 0.0)
             then = _countdown(seen, self.now - when)
             assert then == now, _diff(then, now)
