@@ -23,7 +23,6 @@ MODES: tuple[str, ...] = ("ai", "local", "friend")
 CLOCKS: tuple[int, ...] = (10, 30, 60)       # seconds per move a timed friend game may have
 AI = "ai"                                    # the seat value of the computer
 SIDES: tuple[Mark, Mark] = ("X", "O")
-REASONS = ("claim", "resign", "time", "abort")  # endings that are not on the board
 
 
 class MatchError(ValueError):

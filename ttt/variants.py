@@ -133,11 +133,3 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (CLASSIC, ULTIMATE)}
 RECORD_LEVELS: tuple[str, ...] = (*CLASSIC.levels, *(f"{v.name}-{level}" for v in (ULTIMATE,)
                                                      for level in v.levels))
 
-
-def variant(name: str) -> Variant:
-    """The variant of that name; ValueError for an unknown one."""
-    try:
-        return VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown variant {name!r}: choose one of {', '.join(VARIANTS)}") \
-            from None

@@ -252,11 +252,6 @@ def get_store() -> Store:
     return current_app.extensions["ttt_store"]
 
 
-def get_presence() -> Presence:
-    """The connection registry of the current app."""
-    return current_app.extensions["ttt_presence"]
-
-
 def get_socketio(app: Flask | None = None) -> SocketIO:
     """The SocketIO object of an app."""
     return (app or current_app).extensions["ttt_socketio"]
