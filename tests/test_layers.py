@@ -9,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
-                "ttt.table", "ttt.ultimate", "ttt.mcts", "ttt.variants", "ttt.store")
+                "ttt.table", "ttt.payloads", "ttt.ultimate", "ttt.mcts", "ttt.variants",
+                "ttt.store")
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")
 
 PROBE = f"""

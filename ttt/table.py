@@ -14,7 +14,6 @@ import hashlib
 import random
 import threading
 import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,13 +45,12 @@ from ttt.match import (
     take_seat,
     time_out,
 )
+from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
 from ttt.store import CapReached, Caps, Store, Update
 from ttt.variants import VARIANTS
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 ROLES = ("X", "O", "both", "spectator")
-NAME_LENGTH = 24
-_ASCII_ID = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 @dataclass(frozen=True)
@@ -111,60 +109,6 @@ def player_room(player: str) -> str:
 def refusal(code: str, message: str) -> dict[str, Any]:
     """A refused event's answer."""
     return {"ok": False, "error": {"code": code, "message": message}}
-
-
-# --- payload parsing: every field checked for type and range -----------------------------------
-
-def valid_id(value: Any, low: int = 16, high: int = 64) -> bool:
-    """Whether a value is an id of ASCII letters, digits, '_' and '-' of that length."""
-    return (isinstance(value, str) and low <= len(value) <= high
-            and all(c in _ASCII_ID for c in value))
-
-
-def game_id_of(payload: dict) -> str:
-    game_id = payload.get("game")
-    if not valid_id(game_id):
-        raise MatchError("bad_request", "game must be a game id")
-    return game_id
-
-
-def choice(payload: dict, key: str, options: tuple, default: Any = None) -> Any:
-    value = payload.get(key, default)
-    # `type(...) in` keeps True from passing for 1 and 1.0 for 1.
-    if value not in options or type(value) not in {type(o) for o in options}:
-        raise MatchError("bad_request", f"{key} must be one of {', '.join(map(str, options))}")
-    return value
-
-
-def whole(payload: dict, key: str, low: int, high: int) -> int:
-    value = payload.get(key)
-    if type(value) is not int or not low <= value <= high:
-        raise MatchError("bad_request", f"{key} must be a whole number from {low} to {high}")
-    return value
-
-
-def moves_of(payload: dict, cells: int) -> tuple[int, ...]:
-    moves = payload.get("moves", [])
-    if (not isinstance(moves, list) or len(moves) >= cells
-            or any(type(c) is not int or not 0 <= c < cells for c in moves)):
-        raise MatchError("bad_request",
-                         f"moves must be a list of fewer than {cells} cells from 0 to {cells - 1}")
-    return tuple(moves)
-
-
-def clean_name(value: Any) -> str:
-    """A display name: 1 to 24 characters after trimming, no control characters."""
-    if not isinstance(value, str):
-        raise MatchError("bad_request", "name must be text")
-    name = value.strip()
-    if not 1 <= len(name) <= NAME_LENGTH:
-        raise MatchError("bad_request", f"a name has 1 to {NAME_LENGTH} characters")
-    for char in name:
-        # Control and format characters (bidi overrides among them) are refused; the
-        # zero-width joiner stays, or emoji sequences such as 👩‍💻 could not be names.
-        if unicodedata.category(char)[0] in "CZ" and char != " " and char != "\u200d":
-            raise MatchError("bad_request", "a name cannot hold control characters")
-    return name
 
 
 class Buckets:
