@@ -58,8 +58,8 @@ class StoreUnavailable(RuntimeError):
     """The backing service cannot be reached."""
 
 
-class Store(Protocol):
-    """What the table needs from storage."""
+class GameStore(Protocol):
+    """Where matches live: each change a compare-and-set on the match's revision."""
 
     def create(self, match: Match, caps: Caps | None = None) -> None:
         """Add a new match; CapReached when its creator or the server has too many live ones."""
@@ -78,6 +78,16 @@ class Store(Protocol):
     def delete(self, game_id: str) -> None:
         """Remove a game."""
 
+    def live_games(self, player_id: str) -> list[str]:
+        """The ids of the games still on in which this player sits."""
+
+    def count_live(self, player_id: str | None = None) -> int:
+        """Games still being played (by this player, if given)."""
+
+
+class ProfileStore(Protocol):
+    """What the server keeps about a player: the record, the current game, the name."""
+
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         """The player's wins, draws and losses against the AI, per level."""
 
@@ -93,8 +103,9 @@ class Store(Protocol):
     def set_name(self, player_id: str, name: str) -> None:
         """Keep the player's display name."""
 
-    def live_games(self, player_id: str) -> list[str]:
-        """The ids of the games still on in which this player sits."""
+
+class Housekeeping(Protocol):
+    """The server's own rounds: clocks that ran out, purges, health."""
 
     def due(self, now: float) -> list[str]:
         """The ids of timed games whose side on move ran out of time by `now`."""
@@ -104,14 +115,15 @@ class Store(Protocol):
         """Delete finished games not touched since the first time, any since the second,
         and games nobody moved in or joined since the third; forget long-gone players."""
 
-    def count_live(self, player_id: str | None = None) -> int:
-        """Games still being played (by this player, if given)."""
-
     def ping(self) -> bool:
         """Whether the backend answers."""
 
     def close(self) -> None:
         """Release connections."""
+
+
+class Store(GameStore, ProfileStore, Housekeeping, Protocol):
+    """Everything the table needs from storage; each backend implements all three parts."""
 
 
 def empty_record() -> dict[str, dict[str, int]]:
