@@ -1273,7 +1273,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
             assert list(match.moves) == game.moves, (gid, match.moves, game.moves)
             assert dict(match.seats) == game.seats
             assert (match.mode, match.level) == (game.mode, game.level)
-            finish = (match.finish.reason, match.finish.winner) if match.finish else None
+            finish = (match.finish.termination.value, match.finish.winner) if match.finish else None
             assert finish == game.finish
             assert match.rematch_id == game.rematch_id
             assert match.offer == game.offer

@@ -10,7 +10,15 @@ import random
 
 import pytest
 
-from ttt.rules import CellOccupied, GameOver, IllegalMove, InvalidBoard, InvalidCell, Outcome
+from ttt.rules import (
+    CellOccupied,
+    GameOver,
+    IllegalMove,
+    InvalidBoard,
+    InvalidCell,
+    Outcome,
+    Termination,
+)
 from ttt.ultimate import UltimateBoard, WrongBoard
 
 EMPTY = "........."
@@ -144,7 +152,7 @@ def test_every_small_board_closed_without_a_line_is_a_draw():
     x, o, full = "XXXOO....", "OOOXX....", "XOXXOOOXX"
     board = draw(x, o, x, full, o, o, o, x, x)
     assert board.boards == "XOX-OOOXX"
-    assert board.outcome() == Outcome(None, None)
+    assert board.outcome() == Outcome(None, None, Termination.FULL)
     assert board.outcome().result == "draw"
     assert board.turn is None and board.legal_moves() == ()
     with pytest.raises(GameOver):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
-from ttt.rules import Mark
+from ttt.rules import Mark, Outcome, Termination
 from ttt.ultimate import WrongBoard
 from ttt.variants import VARIANTS, GameBoard, Variant
 
@@ -44,14 +44,6 @@ def other(mark: str) -> Mark:
     return "O" if mark == "X" else "X"
 
 
-@dataclass(frozen=True)
-class Finish:
-    """An ending decided off the board: by claim, resignation, time, or an abort."""
-
-    reason: str
-    winner: Mark | None = None
-
-
 def _no_score() -> dict[str, int]:
     return {"X": 0, "O": 0, "draws": 0}
 
@@ -70,7 +62,7 @@ class Match:
     # A seat holds a player id, AI, or None while open. Player ids never leave the server.
     seats: dict[str, str | None]
     moves: tuple[int, ...] = ()
-    finish: Finish | None = None         # an ending off the board
+    finish: Outcome | None = None        # an ending off the board: claim, resign, time, abort
     rematch_id: str | None = None        # the game that continued this one
     offer: Mark | None = None            # the side that offered a rematch of this finished game
     hints: dict[str, int] = field(default_factory=lambda: {"X": 0, "O": 0})
@@ -101,7 +93,7 @@ class Match:
     def status(self) -> str:
         """'playing', 'won', 'draw' or 'aborted'."""
         if self.finish:
-            return "aborted" if self.finish.reason == "abort" else "won"
+            return "aborted" if self.finish.termination is Termination.ABORT else "won"
         outcome = self.board.outcome()
         if outcome is None:
             return "playing"
@@ -120,7 +112,7 @@ class Match:
         """How a won game was won: 'line', 'claim', 'resign' or 'time'."""
         if self.status != "won":
             return None
-        return self.finish.reason if self.finish else "line"
+        return self.finish.termination.value if self.finish else Termination.LINE.value
 
     @property
     def is_over(self) -> bool:
@@ -232,7 +224,8 @@ class Match:
         return {
             "id": self.id, "mode": self.mode, "level": self.level, "seats": dict(self.seats),
             "moves": list(self.moves),
-            "finish": [self.finish.reason, self.finish.winner] if self.finish else None,
+            "finish": ([self.finish.termination.value, self.finish.winner] if self.finish
+                       else None),
             "rematch_id": self.rematch_id, "offer": self.offer, "hints": dict(self.hints),
             "hinted": self.hinted, "start": self.start, "series": dict(self.series),
             "names": dict(self.names), "seated": dict(self.seated), "clock": self.clock,
@@ -245,9 +238,9 @@ class Match:
         """The match stored by to_json (also reads the version 1 form)."""
         finish = data.get("finish")
         if finish:
-            finish = Finish(finish[0], finish[1])
+            finish = _ending(Termination(finish[0]), finish[1])
         elif data.get("claimed_by"):
-            finish = Finish("claim", data["claimed_by"])
+            finish = _ending(Termination.CLAIM, data["claimed_by"])
         return cls(
             id=data["id"], mode=data["mode"], level=data["level"], seats=dict(data["seats"]),
             moves=tuple(data["moves"]), finish=finish, rematch_id=data.get("rematch_id"),
@@ -264,6 +257,11 @@ class Match:
     def changed(self, now: float, **changes: Any) -> Match:
         """A copy with these fields changed, stamped `now`, one revision on."""
         return replace(self, updated=now, rev=self.rev + 1, **changes)
+
+
+def _ending(termination: Termination, winner: Mark | None = None) -> Outcome:
+    """An ending off the board (no line)."""
+    return Outcome(winner, None, termination)
 
 
 def _seat_kind(seat: str | None) -> str:
@@ -407,7 +405,7 @@ def time_out(match: Match, now: float) -> Match:
     if not expired(match, now):
         return match
     assert match.turn is not None
-    return match.changed(now, finish=Finish("time", other(match.turn)), deadline=None)
+    return match.changed(now, finish=_ending(Termination.TIME, other(match.turn)), deadline=None)
 
 
 def ai_to_move(match: Match) -> bool:
@@ -466,7 +464,7 @@ def claim(match: Match, player_id: str, claimable_in: float | None, now: float) 
         raise MatchError("not_allowed", "only a game against a friend can be claimed")
     if claimable_in is None or claimable_in > 0:
         raise MatchError("not_allowed", "your friend has not been away long enough")
-    return match.changed(now, finish=Finish("claim", role), deadline=None)  # type: ignore[arg-type]
+    return match.changed(now, finish=_ending(Termination.CLAIM, role), deadline=None)  # type: ignore[arg-type]
 
 
 def resign(match: Match, player_id: str, now: float) -> Match:
@@ -474,7 +472,7 @@ def resign(match: Match, player_id: str, now: float) -> Match:
     role = _checked(match, player_id)
     if match.mode not in ("friend", "ai") or role not in SIDES:
         raise MatchError("not_allowed", "only a game against a friend or the AI can be resigned")
-    return match.changed(now, finish=Finish("resign", other(role)), deadline=None)
+    return match.changed(now, finish=_ending(Termination.RESIGN, other(role)), deadline=None)
 
 
 def abort(match: Match, player_id: str, now: float) -> Match:
@@ -484,7 +482,7 @@ def abort(match: Match, player_id: str, now: float) -> Match:
         raise MatchError("not_allowed", "only a game against a friend can be aborted")
     if not _abortable(match):
         raise MatchError("not_allowed", "both sides have moved: resign instead")
-    return match.changed(now, finish=Finish("abort"), deadline=None)
+    return match.changed(now, finish=_ending(Termination.ABORT), deadline=None)
 
 
 def _over_and_seated(match: Match, player_id: str) -> str:

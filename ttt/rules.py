@@ -7,6 +7,7 @@ Pure and standard-library only: everything else in the project imports this.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 Mark = Literal["X", "O"]
@@ -57,12 +58,25 @@ class GameOver(IllegalMove):
     """The game has already ended."""
 
 
+class Termination(StrEnum):
+    """How a game ended; the value is the wire's `reason` where one is sent."""
+
+    LINE = "line"      # three in a row on the board
+    FULL = "full"      # the board filled up with no line: a draw
+    CLAIM = "claim"    # the opponent was away long enough
+    RESIGN = "resign"
+    TIME = "time"      # the side on move ran out of time
+    ABORT = "abort"    # called off: no result
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a finished game ended: the winner and their line, or a draw (no winner)."""
+    """How a finished game ended: the winner (None for a draw or an abort), the winning line
+    when the board has one, and the termination (python-chess's shape)."""
 
     winner: Mark | None
-    line: tuple[int, int, int] | None
+    line: tuple[int, ...] | None
+    termination: Termination = Termination.LINE
 
     @property
     def result(self) -> str:
@@ -142,7 +156,7 @@ class Board:
             if line >= 0:
                 return Outcome(mark, LINES[line])  # type: ignore[arg-type]
         if not self.empty:
-            return Outcome(None, None)
+            return Outcome(None, None, Termination.FULL)
         return None
 
     @property

@@ -25,6 +25,7 @@ from ttt.rules import (
     InvalidCell,
     Mark,
     Outcome,
+    Termination,
 )
 
 # WON[mask]: whether a 9-bit mask holds a line.
@@ -150,7 +151,7 @@ class UltimateBoard:
             if line >= 0:
                 return Outcome(mark, LINES[line])  # type: ignore[arg-type]
         if self.closed == FULL:
-            return Outcome(None, None)
+            return Outcome(None, None, Termination.FULL)
         return None
 
     @property
