@@ -43,6 +43,10 @@ log = logging.getLogger("ttt.guard")
 FAILED_UPGRADE = "6"
 #: Seconds an Engine.IO session has to join Socket.IO (TTT_HELLO_SECONDS; 0 turns it off).
 HELLO_SECONDS = 10
+#: Added to each session's deadline. Engine.IO's first ping leaves `ping_interval` (10 s, like
+#: the default deadline) after the handshake, from its own thread, which raises (a traceback
+#: in the log) when the session is closed under it between its check and its send.
+PING_CLEARANCE = 0.5
 #: First characters of a text frame that Engine.IO decodes without raising: a packet type.
 PACKET_TYPES = frozenset("0123456")
 
@@ -98,7 +102,7 @@ class HelloTimer:
     def opened(self, sid: str) -> None:
         """A new Engine.IO session: give it `seconds` to join."""
         with self._lock:
-            self._waiting.append((time.monotonic() + self.seconds, sid))
+            self._waiting.append((time.monotonic() + self.seconds + PING_CLEARANCE, sid))
             start = not self._running
             self._running = True
         if start:
