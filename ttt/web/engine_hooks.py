@@ -7,10 +7,10 @@ the server refuses to start, naming the hook and the versions these were written
 rather than running with a defence silently off.
 
 Public, and used freely elsewhere: `socketio.server`, `server.eio`, `server.on`, `emit`,
-`enter_room`, `leave_room`, `rooms`, `server.manager` and its methods (the interface a
-custom client manager implements), `eio.transport(sid)`, `eio.max_http_buffer_size`,
-`eio.reason`, `eio.sleep`, `eio.start_background_task`, and a `serializer` Packet subclass
-with its own `decode` (documented as the way to change how packets are read).
+`enter_room`, `leave_room`, `rooms(sid)`, `server.manager.is_connected`,
+`eio.transport(sid)`, `eio.max_http_buffer_size`, `eio.reason`, `eio.sleep`,
+`eio.start_background_task`, and a `serializer` Packet subclass with its own `decode`
+(documented as the way to change how packets are read).
 """
 
 from __future__ import annotations
