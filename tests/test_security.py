@@ -644,7 +644,7 @@ def test_the_guard_forgets_sessions_that_end():
     app = create_app({"TESTING": True, "SECRET_KEY": SECRET, "TTT_STORE": "memory://",
                       "TTT_HELLO_SECONDS": 0})
     try:
-        guard = app.wsgi_app
+        guard = app.extensions["ttt_guard"]
         assert isinstance(guard, Guard)
         client = app.test_client()
         client.get("/")

@@ -15,7 +15,6 @@ from socketio import packet as socketio_packet
 
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
-from ttt.web.guard import Guard
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +67,18 @@ class TextPacket(socketio_packet.Packet):
 
     uses_binary_events = False
 
+    def decode(self, encoded_packet: Any) -> int:
+        """Decode a client's packet; refuse an event whose name is not a string.
+
+        A packet like `42[["move"],{}]` makes python-socketio hash a list as the event name
+        and die with a traceback; raised here, it is one log line (`_NoClientTracebacks`).
+        """
+        attachments = super().decode(encoded_packet)
+        if self.packet_type in (socketio_packet.EVENT, socketio_packet.BINARY_EVENT) and not (
+                isinstance(self.data, list) and self.data and isinstance(self.data[0], str)):
+            raise ValueError("an event with no name")
+        return attachments
+
 
 class _NoClientTracebacks(logging.Filter):
     """A malformed packet from a client is the client's fault: one line, never a traceback."""
@@ -87,26 +98,6 @@ def _quiet_client_errors() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _NoClientTracebacks) for f in logger.filters):
             logger.addFilter(_NoClientTracebacks())
-
-
-def _refuse_unnamed_events(socketio: SocketIO) -> None:
-    """Drop events whose name is not a string before python-socketio looks them up.
-
-    A packet like `42[["move"],{}]` makes python-socketio hash a list as the event name
-    and die with a traceback in its handler thread; such a packet is refused quietly.
-    """
-    server = socketio.server
-    dispatch = getattr(server, "_handle_event_internal", None)
-    if dispatch is None:  # a future python-socketio: nothing to guard
-        return
-
-    def guarded(srv, sid, eio_sid, data, namespace, id):
-        if not data or not isinstance(data[0], str):
-            logging.getLogger("ttt.events").warning("refused an event with no name from %s", sid)
-            return None
-        return dispatch(srv, sid, eio_sid, data, namespace, id)
-
-    server._handle_event_internal = guarded
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -173,7 +164,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                               if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
         salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest())
 
-    from ttt.web import events, pages
+    from ttt.web import events, pages, transport
 
     app.register_blueprint(pages.bp)
     socketio = SocketIO(
@@ -193,11 +184,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         # cors_allowed_origins left at its default: same origin only.
     )
     events.register(socketio, app.extensions["ttt_table"], app.config)
-    # In front of Flask-SocketIO's own middleware, so it sees every Engine.IO request first.
-    app.wsgi_app = Guard(app.wsgi_app, app.config["TTT_MAX_MESSAGE_BYTES"],  # type: ignore
-                         app.config["SESSION_COOKIE_NAME"])
+    transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     _quiet_client_errors()
-    _refuse_unnamed_events(socketio)
     app.extensions["ttt_socketio"] = socketio
     if not app.testing:
         _start_housekeeping(app, socketio)

@@ -14,6 +14,7 @@ from socketio import PubSubManager
 
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
+from ttt.web.engine_hooks import room_members
 
 log = logging.getLogger("ttt.events")
 
@@ -29,7 +30,7 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
     for push in pushes:
         skip = sender if push.skip_sender else None
         if local:
-            members = server.manager.rooms.get("/", {}).get(push.room, {})
+            members = room_members(server, push.room)
             if not members or (skip is not None and len(members) == 1 and skip in members):
                 continue
         socketio.emit(push.event, push.body(), to=push.room, skip_sid=skip)

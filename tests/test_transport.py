@@ -1,0 +1,328 @@
+"""The transport's defences: each one live on a real server, none of them silently off.
+
+`DEFENCES` is the one list of what the server refuses at the transport (docs/protocol.md
+"Refused at the transport"; ttt/web/transport.py says where each lives); the detailed
+attacks are in test_security.py, test_hardening.py and test_abuse.py. The one defence no
+request from outside can reach while the others hold (Engine.IO's disconnect not waiting
+for a poll) is checked in process: test_engineio_disconnect_does_not_wait_for_a_poll
+(test_security.py).
+
+Then: a missing engine hook stops the server from starting, and no module of ttt but
+ttt/web/engine_hooks.py touches python-engineio's or python-socketio's internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import engineio.async_drivers.threading as threading_driver
+import pytest
+import requests
+import socketio
+import websocket
+from engineio import base_socket
+from engineio import socket as eio_socket
+from socketio import base_manager
+
+from tests.servers import ROOT, Log, Server
+from ttt.web import create_app, engine_hooks
+from ttt.web.engine_hooks import HOOKS, HookMissing
+
+SECRET = "transport-test-secret"
+HELLO_SECONDS = 2
+CAP = 4096
+EIO = "/socket.io/?EIO=4&transport=polling"
+
+
+# --- one real server, every defence -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("transport") / "server.log"
+    srv = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": SECRET, "TTT_RATE_LIMIT": "0",
+                  "TTT_HELLO_SECONDS": str(HELLO_SECONDS)}, log=log).start(timeout=120)
+    yield srv
+    srv.stop()
+
+
+def cookie_of(base: str) -> str:
+    http = requests.Session()
+    http.get(base + "/", timeout=10).raise_for_status()
+    return http.cookies["session"]
+
+
+def opened_session(base: str, cookie: str) -> tuple[str, dict]:
+    """A polling session of this cookie: its URL and the headers that drive it."""
+    headers = {"Cookie": f"session={cookie}"}
+    answer = requests.get(base + EIO, headers=headers, timeout=10)
+    assert answer.status_code == 200, answer.text
+    sid = json.loads(answer.text[1:].split("\x1e")[0])["sid"]
+    return f"{base}{EIO}&sid={sid}", headers
+
+
+def wait_for_line(log: Log, mark: int, needle: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while needle not in (text := log.since(mark)):
+        assert time.monotonic() < deadline, f"no {needle!r} in the log: {text[-1500:]}"
+        time.sleep(0.05)
+    return text
+
+
+def websocket_of(base: str, cookie: str) -> websocket.WebSocket:
+    url = base.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+    ws = websocket.create_connection(url, header=[f"Cookie: session={cookie}"], timeout=10)
+    assert ws.recv().startswith("0{")  # Engine.IO open
+    return ws
+
+
+def joined_websocket(base: str, cookie: str) -> websocket.WebSocket:
+    ws = websocket_of(base, cookie)
+    ws.send("40")
+    assert ws.recv().startswith("40{")  # Socket.IO connect
+    return ws
+
+
+def answers_join(ws: websocket.WebSocket) -> bool:
+    """Whether the connection still answers a join, in order after what was sent before."""
+    ws.send('4277["join",{}]')
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        message = ws.recv()
+        if message == "2":
+            ws.send("3")
+        elif message.startswith("4377["):
+            return json.loads(message[4:])[0]["ok"] is True
+    return False
+
+
+def shut(ws: websocket.WebSocket) -> None:
+    with contextlib.suppress(Exception):
+        ws.close(timeout=1)
+    ws.shutdown()
+
+
+def oversized_post_is_413(server: Server, log: Log) -> None:
+    url, headers = opened_session(server.url, cookie_of(server.url))
+    answer = requests.post(url, data="4" + "x" * CAP, headers=headers, timeout=10)
+    assert answer.status_code == 413
+
+
+def unexpected_polling_packet_is_400(server: Server, log: Log) -> None:
+    url, headers = opened_session(server.url, cookie_of(server.url))
+    assert requests.post(url, data="2", headers=headers, timeout=10).status_code == 400  # PING
+
+
+def jsonp_is_400(server: Server, log: Log) -> None:
+    answer = requests.get(server.url + EIO + "&j=0", timeout=10,
+                          headers={"Cookie": f"session={cookie_of(server.url)}"})
+    assert answer.status_code == 400 and '"sid"' not in answer.text
+
+
+def another_cookie_is_400(server: Server, log: Log) -> None:
+    url, mine = opened_session(server.url, cookie_of(server.url))
+    other = {"Cookie": f"session={cookie_of(server.url)}"}
+    assert requests.post(url, data="40", headers=other, timeout=10).status_code == 400
+    assert requests.get(url, headers={}, timeout=10).status_code == 400
+    assert requests.post(url, data="40", headers=mine, timeout=10).status_code == 200
+
+
+def answers_say_nosniff(server: Server, log: Log) -> None:
+    for answer in (requests.get(server.url + EIO, timeout=10),             # served
+                   requests.get(server.url + EIO + "&sid=x", timeout=10)):  # refused
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def junk_websocket_frame_is_dropped(server: Server, log: Log) -> None:
+    mark = log.size()
+    ws = joined_websocket(server.url, cookie_of(server.url))
+    try:
+        ws.send("x")
+        assert answers_join(ws)
+    finally:
+        shut(ws)
+    text = wait_for_line(log, mark, "dropped a junk websocket frame")
+    assert "Traceback" not in text and '" 500 ' not in text, text[-1500:]
+
+
+def unnamed_event_is_refused(server: Server, log: Log) -> None:
+    mark = log.size()
+    ws = joined_websocket(server.url, cookie_of(server.url))
+    try:
+        ws.send('4278[["move"],{}]')
+        assert answers_join(ws)
+    finally:
+        shut(ws)
+    text = wait_for_line(log, mark, "an event with no name")
+    assert "Traceback" not in text and "4378" not in text, text[-1500:]
+
+
+def silent_session_is_closed(server: Server, log: Log) -> None:
+    ws = websocket_of(server.url, cookie_of(server.url))  # never sends a Socket.IO connect
+    started = time.monotonic()
+    try:
+        while True:
+            assert time.monotonic() - started < HELLO_SECONDS + 30, "still open"
+            try:
+                message = ws.recv()
+            except (websocket.WebSocketException, OSError):
+                break
+            if message == "2":
+                ws.send("3")  # answering pings does not keep it: only joining does
+            elif message in ("", "1"):  # a close frame, or Engine.IO's close packet
+                break
+    finally:
+        shut(ws)
+    assert time.monotonic() - started >= HELLO_SECONDS * 0.9  # closed by the timer, not at once
+
+
+DEFENCES: dict[str, Callable[[Server, Log], None]] = {
+    "body over the cap: 413": oversized_post_is_413,
+    "polling POST of a packet Engine.IO would choke on: 400": unexpected_polling_packet_is_400,
+    "JSONP polling: 400": jsonp_is_400,
+    "a sid with another player's cookie, or none: 400": another_cookie_is_400,
+    "every /socket.io/ answer says nosniff": answers_say_nosniff,
+    "junk websocket frame: dropped, no 500, the connection goes on":
+        junk_websocket_frame_is_dropped,
+    "an event whose name is not a string: refused, no traceback": unnamed_event_is_refused,
+    "an Engine.IO session that never joins Socket.IO: closed": silent_session_is_closed,
+}
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("defence", list(DEFENCES))
+def test_every_defence_is_live(server, defence):
+    DEFENCES[defence](server, Log(server.log))
+
+
+# --- a missing hook stops the server --------------------------------------------------------------
+
+def _without_socket_state(monkeypatch) -> None:
+    init = base_socket.BaseSocket.__init__
+
+    def init_without_upgrading(self, *args):
+        init(self, *args)
+        del self.upgrading
+
+    monkeypatch.setattr(base_socket.BaseSocket, "__init__", init_without_upgrading)
+
+
+#: How a future python-engineio or python-socketio could lose each hook.
+LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
+    "Server.handlers['connect']": lambda mp, s: mp.setattr(s.eio, "handlers", {}),
+    "Server._async['websocket']": lambda mp, s: mp.setattr(
+        s.eio, "_async", {k: v for k, v in s.eio._async.items() if k != "websocket"}),
+    "Server.sockets": lambda mp, s: mp.delattr(s.eio, "sockets"),
+    "Server.disconnect(sid)": lambda mp, s: mp.setattr(s.eio, "disconnect", lambda: None),
+    "Socket._websocket_handler": lambda mp, s: mp.delattr(eio_socket.Socket,
+                                                          "_websocket_handler"),
+    "Socket.upgrading/closing/closed": lambda mp, s: _without_socket_state(mp),
+    "Socket.close(wait, abort, reason)": lambda mp, s: mp.setattr(eio_socket.Socket, "close",
+                                                                  lambda self: None),
+    "BaseManager.rooms": lambda mp, s: mp.delattr(s.manager, "rooms"),
+    "BaseManager.sid_from_eio_sid/get_namespaces": lambda mp, s: mp.delattr(
+        base_manager.BaseManager, "sid_from_eio_sid"),
+}
+
+
+def test_every_hook_has_a_way_to_lose_it():
+    assert set(LOSE) == {hook for _, hook, _ in HOOKS}
+
+
+@pytest.mark.parametrize("hook", list(LOSE))
+def test_a_missing_hook_is_named(monkeypatch, hook):
+    server = socketio.Server(async_mode="threading")
+    engine_hooks.check(server)  # all there
+    LOSE[hook](monkeypatch, server)
+    with pytest.raises(HookMissing) as missing:
+        engine_hooks.check(server)
+    message = str(missing.value)
+    assert f"lacks hook {hook};" in message
+    assert "the transport guard cannot run" in message and "~=" in message
+
+
+def config() -> dict:
+    return {"TESTING": True, "SECRET_KEY": SECRET, "TTT_STORE": "memory://"}
+
+
+@pytest.mark.parametrize("lose", [
+    lambda mp: mp.setitem(threading_driver._async, "websocket", None),
+    lambda mp: mp.delattr(eio_socket.Socket, "_websocket_handler"),
+    lambda mp: mp.delattr(base_manager.BaseManager, "sid_from_eio_sid"),
+], ids=["websocket driver", "websocket handler", "manager lookup"])
+def test_create_app_refuses_to_build_an_unguarded_server(monkeypatch, lose):
+    lose(monkeypatch)
+    with pytest.raises(HookMissing, match=r"^ttt: python-(engine|socket)io \S+ lacks hook "):
+        create_app(config())
+
+
+def test_the_server_process_refuses_to_start_unguarded(tmp_path):
+    """The gunicorn entry point, with a hook gone: it exits, saying which and what to pin."""
+    probe = ("import engineio.socket as s; del s.Socket._websocket_handler; "
+             "import ttt.web.wsgi")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120,
+                            env={**os.environ, "TTT_STORE": "memory://",
+                                 "TTT_SECRET_KEY": SECRET, "PYTHONPATH": str(ROOT)})
+    assert result.returncode != 0
+    assert ("HookMissing: ttt: python-engineio 4." in result.stderr
+            and "lacks hook Socket._websocket_handler" in result.stderr
+            and "pin python-engineio~=" in result.stderr), result.stderr[-2000:]
+
+
+def test_a_built_app_is_guarded():
+    app = create_app(config())
+    try:
+        eio = app.extensions["ttt_socketio"].server.eio
+        assert eio._async["websocket"] is not threading_driver._async["websocket"]
+        assert app.extensions["ttt_guard"] is not None
+    finally:
+        app.extensions["ttt_store"].close()
+
+
+# --- nobody else touches the libraries' internals -------------------------------------------------
+
+ADAPTER = ROOT / "ttt" / "web" / "engine_hooks.py"
+#: What engine_hooks.py reaches into, by name, as an attribute or a getattr string.
+HOOK_NAMES = ("_async", "_handle_event_internal", "_websocket_handler", "handlers", "sockets",
+              "upgrading")
+#: Those, an underscore attribute of anything named like a server, engine, manager or
+#: socket, the manager's rooms, and a patched disconnect.
+PRIVATE = re.compile(
+    r"(?:\.|[\"'])(?:" + "|".join(HOOK_NAMES) + r")\b"
+    r"|\b(?:eio|engine|server|srv|socketio|sio|manager|socket|ws|client_manager)\._[A-Za-z]"
+    r"|\bmanager\.rooms\b|\bdisconnect\s*=[^=]"
+    r"|getattr\(\s*[\w.]*(?:eio|server|manager|socket)\w*\s*,\s*[\"']_")
+
+
+def private_uses(path: Path) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            if PRIVATE.search(line.split("#", 1)[0])]
+
+
+@pytest.mark.parametrize("line", [
+    "    server._handle_event_internal = guarded",
+    '        original = self.eio._async.get("websocket")',
+    "        handlers = self.eio.handlers",
+    '            members = server.manager.rooms.get("/", {}).get(push.room, {})',
+    "            socket = eio.sockets.pop(sid, None)",
+    '    dispatch = getattr(server, "_handle_event_internal", None)',
+    "        eio.disconnect = disconnect",
+    '            upgrading = bool(getattr(self._socket, "upgrading", False))',
+])
+def test_the_scan_sees_what_the_old_guard_did(line):
+    assert PRIVATE.search(line), line
+
+
+def test_no_module_but_the_adapter_touches_engineio_or_socketio_internals():
+    found = [use for path in sorted((ROOT / "ttt").rglob("*.py")) if path != ADAPTER
+             for use in private_uses(path)]
+    assert found == [], "\n".join(found)

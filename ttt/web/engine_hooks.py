@@ -1,0 +1,193 @@
+"""The one adapter to python-engineio's and python-socketio's internals, checked at start-up.
+
+Everything in ttt that reads or writes a part of those libraries beyond their public API
+goes through this module, and nothing else does (tests/test_transport.py greps for it).
+`check` runs before any hook is installed: when an upgrade has renamed or removed one,
+the server refuses to start, naming the hook and the versions these were written against,
+rather than running with a defence silently off.
+
+Public, and used freely elsewhere: `socketio.server`, `server.eio`, `server.on`, `emit`,
+`enter_room`, `leave_room`, `rooms(sid)`, `server.manager.is_connected`,
+`eio.transport(sid)`, `eio.max_http_buffer_size`, `eio.reason`, `eio.sleep`,
+`eio.start_background_task`, and a `serializer` Packet subclass with its own `decode`
+(documented as the way to change how packets are read).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Collection
+from importlib import metadata
+from typing import Any
+
+from engineio import socket as eio_socket
+
+#: The minor versions the hooks were written against (pyproject.toml pins them with ~=).
+WRITTEN_FOR = {"python-engineio": "4.15", "python-socketio": "5.18"}
+
+
+class HookMissing(RuntimeError):
+    """The installed python-engineio or python-socketio lacks a hook the guard needs."""
+
+
+def _has_dict(obj: Any, name: str, *keys: str) -> bool:
+    table = getattr(obj, name, None)
+    return isinstance(table, dict) and all(callable(table.get(key)) for key in keys)
+
+
+def _takes(function: Any, *names: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return all(name in parameters for name in names)
+
+
+def _probe_socket(eio: Any) -> Any:
+    """An Engine.IO session object as the server builds one, never registered anywhere."""
+    return eio_socket.Socket(eio, "ttt-hook-probe")
+
+
+#: Every hook, as (library, what, present?). What each is for is said where it is used.
+HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    ("python-engineio", "Server.handlers['connect']",
+     lambda server: _has_dict(server.eio, "handlers", "connect")),
+    ("python-engineio", "Server._async['websocket']",
+     lambda server: _has_dict(server.eio, "_async", "websocket")),
+    ("python-engineio", "Server.sockets",
+     lambda server: isinstance(getattr(server.eio, "sockets", None), dict)),
+    ("python-engineio", "Server.disconnect(sid)",
+     lambda server: _takes(getattr(server.eio, "disconnect", None), "sid")),
+    ("python-engineio", "Socket._websocket_handler",
+     lambda server: callable(getattr(eio_socket.Socket, "_websocket_handler", None))),
+    ("python-engineio", "Socket.upgrading/closing/closed",
+     lambda server: all(hasattr(_probe_socket(server.eio), name)
+                        for name in ("upgrading", "closing", "closed"))),
+    ("python-engineio", "Socket.close(wait, abort, reason)",
+     lambda server: _takes(getattr(eio_socket.Socket, "close", None),
+                           "wait", "abort", "reason")),
+    ("python-socketio", "BaseManager.rooms",
+     lambda server: isinstance(getattr(server.manager, "rooms", None), dict)),
+    ("python-socketio", "BaseManager.sid_from_eio_sid/get_namespaces",
+     lambda server: callable(getattr(server.manager, "sid_from_eio_sid", None))
+     and callable(getattr(server.manager, "get_namespaces", None))),
+)
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def check(server: Any) -> None:
+    """Raise HookMissing, naming the hook, unless every hook below is where it is expected."""
+    for package, hook, present in HOOKS:
+        try:
+            ok = bool(present(server))
+        except Exception:  # a probe that cannot even run: the hook is not what it was
+            ok = False
+        if not ok:
+            raise HookMissing(
+                f"ttt: {package} {_version(package)} lacks hook {hook}; the transport guard "
+                f"cannot run: pin {package}~={WRITTEN_FOR[package]} (pyproject.toml) or "
+                f"port ttt/web/engine_hooks.py to this version")
+
+
+# --- Engine.IO sessions: their start and end -----------------------------------------------------
+
+def on_session_opened(server: Any, opened: Callable[[str], None]) -> None:
+    """Call opened(sid) when Engine.IO accepts a new session, whatever its transport.
+
+    Engine.IO has one handler per event and python-socketio holds it: it is wrapped.
+    """
+    handlers = server.eio.handlers
+    connect = handlers["connect"]
+
+    def on_connect(sid: str, environ: dict) -> Any:
+        result = connect(sid, environ)
+        if result is None or result is True:  # accepted: Engine.IO keeps it
+            opened(sid)
+        return result
+
+    handlers["connect"] = on_connect
+
+
+def joined(server: Any, sid: str) -> bool:
+    """Whether Engine.IO session `sid` has joined any Socket.IO namespace."""
+    manager = server.manager
+    namespaces = list(manager.get_namespaces()) or ["/"]
+    return any(manager.sid_from_eio_sid(sid, ns) is not None for ns in namespaces)
+
+
+def close(server: Any, sid: str) -> bool:
+    """Close one Engine.IO session now, without waiting for a poll to drain it; False if gone.
+
+    Engine.IO's own `disconnect(sid)` waits until a GET takes the close packet: with none
+    pending (a polling client that stopped polling) it waits for good.
+    """
+    eio = server.eio
+    socket = eio.sockets.pop(sid, None)
+    if socket is None or socket.closed or socket.closing:
+        return False
+    socket.close(wait=False, abort=False, reason=eio.reason.SERVER_DISCONNECT)
+    return True
+
+
+def never_wait_on_disconnect(server: Any) -> None:
+    """Make Engine.IO's `disconnect(sid)` close without waiting (see `close`).
+
+    It is what python-engineio calls itself on an oversized or unexpected POST; the WSGI
+    guard refuses those first, this keeps any other path from holding a thread for good.
+    """
+    eio = server.eio
+    original = eio.disconnect
+
+    def disconnect(sid: str | None = None) -> None:
+        if sid is None:
+            return original()
+        close(server, sid)
+        return None
+
+    eio.disconnect = disconnect
+
+
+# --- websockets ----------------------------------------------------------------------------------
+
+class WebSocketSession:
+    """What a websocket wrapper may know of its Engine.IO session."""
+
+    def __init__(self, socket: Any) -> None:
+        self._socket = socket
+        self.sid: str = getattr(socket, "sid", "?")
+
+    @property
+    def in_upgrade(self) -> bool:
+        """Whether Engine.IO is in the middle of upgrading this polling session to websocket
+        (there it decodes frames outside any try)."""
+        return bool(self._socket.upgrading)
+
+
+def on_websockets(server: Any, wrap: Callable[[Any, WebSocketSession], Any]) -> None:
+    """Hand Engine.IO's websocket loop `wrap(ws, session)` instead of each simple-websocket."""
+    eio = server.eio
+    original = eio._async["websocket"]
+
+    def websocket(handler: Callable, engine: Any, **kwargs: Any) -> Any:
+        session = WebSocketSession(handler.__self__)  # the bound Socket._websocket_handler
+
+        def wrapped(ws: Any) -> Any:
+            return handler(wrap(ws, session))
+
+        return original(wrapped, engine, **kwargs)
+
+    # A copy: the async driver's table is shared by every server in the process.
+    eio._async = {**eio._async, "websocket": websocket}
+
+
+# --- rooms ---------------------------------------------------------------------------------------
+
+def room_members(server: Any, room: str, namespace: str = "/") -> Collection[str]:
+    """The sids in a room of this process (no message queue: that is every member)."""
+    return server.manager.rooms.get(namespace, {}).get(room, {})
