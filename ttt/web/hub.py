@@ -30,6 +30,7 @@ from ttt.bots import Bot, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.table import Push, Table, room
+from ttt.web.events import emit_all
 
 log = logging.getLogger("ttt.bots")
 PING_EVERY = 15.0
@@ -223,8 +224,6 @@ class Hub:
         return room_name in self._rooms
 
     def emit(self, pushes: list[Push], sender: str | None = None) -> None:
-        from ttt.web.events import emit_all
-
         emit_all(self.socketio, pushes, sender)
 
     def deliver(self, push: Push, body: dict[str, Any], skip: str | None) -> None:
