@@ -170,3 +170,11 @@ def test_the_book_revokes_and_rates_once(book):
     assert alpha.vs_bots == {"wins": 0, "draws": 1, "losses": 1}
     assert beta.vs_bots == {"wins": 1, "draws": 1, "losses": 0}
     assert alpha.rating + beta.rating == pytest.approx(3000)
+
+
+def test_a_challenge_is_answered_once_and_only_by_its_target(book):
+    book.offer("g1", "bot-b")
+    assert not book.answer("g1", "bot-c")
+    assert book.answer("g1", "bot-b")
+    assert not book.answer("g1", "bot-b")
+    assert not book.answer("nothing", "bot-b")

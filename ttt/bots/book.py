@@ -12,6 +12,7 @@ import json
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -42,6 +43,12 @@ class Book(Protocol):
     def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
         """Count a finished bot-versus-bot game (player ids of X and O) once; whether now."""
 
+    def offer(self, game_id: str, target: str) -> None:
+        """Keep a challenge: the game `target` (a bot's player id) may accept or decline."""
+
+    def answer(self, game_id: str, target: str) -> bool:
+        """Take the challenge of that game away if it was `target`'s; whether it was."""
+
 
 def _rated(x: Bot, o: Bot, winner: str | None) -> None:
     """Apply one game's result to both bots (in place)."""
@@ -58,6 +65,21 @@ class MemoryBook:
         self._lock = threading.Lock()
         self._bots: dict[str, Bot] = {}
         self._rated: set[str] = set()
+        self._offers: dict[str, str] = {}
+
+    def offer(self, game_id: str, target: str) -> None:
+        with self._lock:
+            if len(self._offers) > 10_000:  # unanswered for long: forget the oldest
+                for old in list(self._offers)[:1000]:
+                    del self._offers[old]
+            self._offers[game_id] = target
+
+    def answer(self, game_id: str, target: str) -> bool:
+        with self._lock:
+            if self._offers.get(game_id) != target:
+                return False
+            del self._offers[game_id]
+            return True
 
     def add(self, bot: Bot) -> None:
         with self._lock:
@@ -109,6 +131,8 @@ CREATE TABLE IF NOT EXISTS bots (
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bot_games (id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS bot_challenges (id TEXT PRIMARY KEY, target TEXT NOT NULL,
+                                           made REAL NOT NULL);
 """
 
 
@@ -150,6 +174,17 @@ class SqliteBook:
                                                      bot.token_hash, json.dumps(bot.to_json())))
             except sqlite3.IntegrityError:
                 raise BotError("conflict", "that bot name is taken") from None
+
+    def offer(self, game_id: str, target: str) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM bot_challenges WHERE made < ?", (time.time() - 86400,))
+            conn.execute("INSERT OR REPLACE INTO bot_challenges (id, target, made) "
+                         "VALUES (?, ?, ?)", (game_id, target, time.time()))
+
+    def answer(self, game_id: str, target: str) -> bool:
+        with self._conn() as conn:
+            return conn.execute("DELETE FROM bot_challenges WHERE id = ? AND target = ?",
+                                (game_id, target)).rowcount == 1
 
     def by_name(self, name: str) -> Bot | None:
         return self._one("name_key", name.lower())
@@ -235,6 +270,15 @@ class RedisBook:
         pipe.set(self._key("token", bot.token_hash), bot.player)
         pipe.sadd(f"{self.PREFIX}all", bot.player)
         pipe.execute()
+
+    def offer(self, game_id: str, target: str) -> None:
+        self.redis.set(self._key("challenge", game_id), target, ex=86400)
+
+    def answer(self, game_id: str, target: str) -> bool:
+        # Compare-and-delete in one step: of two answers, one wins.
+        return bool(self.redis.eval(
+            "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
+            "end return 0", 1, self._key("challenge", game_id), target))
 
     def by_name(self, name: str) -> Bot | None:
         return self._get(self.redis.get(self._key("name", name.lower())))

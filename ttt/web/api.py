@@ -20,10 +20,10 @@ from ttt.bots.book import Book, open_book
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.match import SIDES, MatchError
 from ttt.store import StoreUnavailable
-from ttt.table import Table, refusal
+from ttt.table import Push, Table, refusal
 from ttt.variants import VARIANTS
 from ttt.web.events import client_address, emit_all
-from ttt.web.hub import Hub
+from ttt.web.hub import Hub, bot_room
 
 bp = Blueprint("bots_api", __name__)
 log = logging.getLogger("ttt.bots")
@@ -128,13 +128,16 @@ def run(sid: str, event: str, body: dict[str, Any], limited: bool = True) -> dic
         step = reply.then
 
 
-def _seat_from(answer_: dict[str, Any], bot: Bot) -> None:
-    """Have the hub listen to the game an answer put the bot in."""
+def seat_from(answer_: dict[str, Any], bot: Bot) -> None:
+    """Tell the process holding the bot's stream to listen to the game an answer put the bot
+    in (through the message queue when there are several), and show everyone the seat."""
     game = answer_.get("game")
     if answer_.get("ok") and isinstance(game, dict) and game.get("you") in SIDES:
         match = table().store.get(game["id"])
         if match is not None:
-            hub().seat(bot.player, match)
+            emit_all(current_app.extensions["ttt_socketio"],
+                     [Push("seat", bot_room(bot.player), {"game": match.id}),
+                      *table().game_pushes(match)])
 
 
 def room_for(bot: Bot) -> None:
@@ -192,25 +195,26 @@ def challenge(bot: Bot):
     if other is not None and other.player == bot.player:
         raise BotError("bad_request", "a bot cannot challenge itself")
     made = run(sid, "new_game", event)
-    _seat_from(made, bot)
+    seat_from(made, bot)
     if other is not None and made.get("ok"):
         game_id = made["game"]["id"]
-        hub().challenges[game_id] = (bot.player, other.player)
-        hub().challenge(other.player, {"type": "challenge", "id": game_id, "from": bot.name,
-                                       "variant": variant, "clock": clock})
+        book().offer(game_id, other.player)
+        emit_all(current_app.extensions["ttt_socketio"], [Push(
+            "challenge", bot_room(other.player), {"id": game_id, "from": bot.name,
+                                                  "variant": variant, "clock": clock})])
     return answer(made)
 
 
 @bp.post("/api/bot/challenge/<game_id>/<verb>")
 @authenticated
 def reply_challenge(bot: Bot, game_id: str, verb: str):
-    pending = hub().challenges.get(game_id)
-    if verb not in ("accept", "decline") or pending is None or pending[1] != bot.player:
+    if verb not in ("accept", "decline") or not book().answer(game_id, bot.player):
         raise BotError("not_found", "no such challenge")
     sid = connect(bot)
-    hub().challenges.pop(game_id, None)
     if verb == "decline":
-        challenger = book().by_player(pending[0])
+        match = table().store.get(game_id)
+        challenger = book().by_player(next((s for s in match.seats.values() if s), "")
+                                      ) if match else None
         if challenger is not None:
             run(connect(challenger), "abort", {"game": game_id}, limited=False)
         match = table().store.get(game_id)
@@ -221,7 +225,7 @@ def reply_challenge(bot: Bot, game_id: str, verb: str):
     joined = run(sid, "join", {"game": game_id})
     if joined.get("ok") and joined.get("you") not in SIDES:
         return answer(refusal("not_allowed", "the challenge is no longer open"))
-    _seat_from(joined, bot)
+    seat_from(joined, bot)
     return answer(joined)
 
 
@@ -235,7 +239,7 @@ def act(bot: Bot, game_id: str, action: str):
         room_for(bot)
     done = run(connect(bot), action, body)
     if action == "rematch" and done.get("started"):
-        _seat_from(done, bot)
+        seat_from(done, bot)
     return answer(done)
 
 

@@ -12,7 +12,7 @@ from flask import Blueprint, abort, current_app, jsonify, redirect, render_templ
 from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
 from ttt.table import refusal, valid_id
-from ttt.web.api import answer, book, card, connect, hub, opponent_bot, run, table
+from ttt.web.api import answer, book, card, connect, opponent_bot, run, seat_from, table
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player
 
@@ -53,10 +53,7 @@ def give_seat(person: str, game_id: str, opponent: str) -> dict:
         raise BotError("not_allowed", "this game has no empty seat")
     bot = opponent_bot(opponent)
     joined = run(connect(bot), "join", {"game": game_id}, limited=False)
-    if joined.get("ok") and joined.get("you") in SIDES:
-        seated = table().store.get(game_id)
-        if seated is not None:
-            hub().seat(bot.player, seated)
+    seat_from(joined, bot)
     return joined
 
 

@@ -8,9 +8,11 @@ per live game, so a person sees it online, and offline (claimable) once the stre
 Delivery: `emit_all` hands every push to `Hub.deliver`, which copies it to the streams of
 the bots listening to its room (`g:<game>:<side>`) and then emits it to the people, a
 version 3 copy (a bot's name as {"name", "bot": true}) to version 3 connections.
-Single process: a stream is served by the process that holds it. With several processes
-on a message queue a push made in another process does not reach this hub (see
-docs/bots.md, "Several processes").
+With several processes on a message queue, every push goes through the queue and each
+process's hub hears it where python-socketio hands it to the local rooms (`_handle_emit`,
+checked at start-up): a bot streaming from one process sees the moves made in another, and
+the version 3 copy is made per process. Whether a bot is online is a lease in the shared
+presence, and challenges wait in the shared bot book.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ def seat_sid(player: str) -> str:
     return f"botseat:{player}"
 
 
+def bot_room(player: str) -> str:
+    """The room of a bot's own lines (challenges): its stream listens to it."""
+    return f"b:{player}"
+
+
+ONLINE = "X"  # the seat of the lease `("bot:<player>", ONLINE)` that says a stream is open
+
+
 @dataclass(eq=False)
 class Stream:
     """One open bot stream: its queue of lines and the games it holds seats in."""
@@ -71,9 +81,34 @@ class Hub:
         self._lock = threading.Lock()
         self._streams: dict[str, Stream] = {}         # bot player id -> its stream
         self._rooms: dict[str, set[str]] = {}         # room -> bot player ids listening
-        self.challenges: dict[str, tuple[str, str]] = {}  # game id -> (from bot, to bot)
         eio = socketio.server.eio
         self._new_queue, self._empty = eio.create_queue, eio.get_queue_empty_exception()
+        self.shared = isinstance(socketio.server.manager, PubSubManager)
+        if self.shared:
+            self._hear_the_queue()
+
+    def _hear_the_queue(self) -> None:
+        """Hear every emit where python-socketio hands it to this process's rooms."""
+        manager = self.socketio.server.manager
+        handle = getattr(manager, "_handle_emit", None)
+        if handle is None:
+            raise RuntimeError("python-socketio's PubSubManager has no _handle_emit: bot "
+                               "streams would miss other processes' moves; refusing to start")
+
+        def heard(message: dict) -> Any:
+            data = message.get("data")
+            if (message.get("namespace", "/") == "/" and not message.get("binary")
+                    and isinstance(data, list) and len(data) == 1
+                    and isinstance(data[0], dict) and message.get("callback") is None):
+                push = Push(message.get("event", ""), message.get("room") or "", data[0])
+                if push.room in self._rooms:
+                    self._to_bots(push, data[0], list(self._rooms.get(push.room, ())))
+                skip = message.get("skip_sid")
+                if self._split(push, data[0], skip if isinstance(skip, list) else [skip]):
+                    return None
+            return handle(message)
+
+        manager._handle_emit = heard
 
     # --- the bot as a connection --------------------------------------------------------------
 
@@ -88,13 +123,22 @@ class Hub:
         return sid
 
     def online(self, player: str) -> bool:
-        """Whether that bot has a stream open in this process."""
-        return player in self._streams
+        """Whether that bot has a stream open (in any process, with shared presence)."""
+        return player in self._streams or self.presence.seats.online(f"bot:{player}")[ONLINE]
 
     # --- streams ------------------------------------------------------------------------------
 
+    def _listen_to_the_queue(self) -> None:
+        """Start python-socketio's queue listener if no socket has yet (it starts it on the
+        first Socket.IO connection; a process serving only bot streams would hear nothing)."""
+        server = self.socketio.server
+        if self.shared and not getattr(server, "manager_initialized", True):
+            server.manager_initialized = True
+            server.manager.initialize()
+
     def open(self, bot: Bot) -> Stream:
         """A new stream for the bot (closing its old one): hello, then every live game."""
+        self._listen_to_the_queue()
         stream = Stream(bot, self._new_queue())
         with self._lock:
             old = self._streams.get(bot.player)
@@ -102,6 +146,9 @@ class Hub:
         if old is not None:
             self._drop(old)
             old.queue.put(CLOSE)
+        with self._lock:
+            self._rooms.setdefault(bot_room(bot.player), set()).add(bot.player)
+        self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(bot.player))
         stream.queue.put({"type": "hello", "bot": bot.name})
         for game_id in self.table.store.live_games(bot.player):
             match = self.table.store.get(game_id)
@@ -138,12 +185,15 @@ class Hub:
             self._unlisten(stream.bot.player, game_id, role)
 
     def _unlisten(self, player: str, game_id: str, role: str) -> None:
-        listeners = self._rooms.get(room(game_id, role))
+        """Stop hearing a game's room and free its seat (game "bot": the bot's own lines)."""
+        own = game_id == "bot"
+        name = bot_room(player) if own else room(game_id, role)
+        listeners = self._rooms.get(name)
         if listeners is not None:
             listeners.discard(player)
             if not listeners:
-                del self._rooms[room(game_id, role)]
-        self.presence.seats.remove(game_id, role, seat_sid(player))
+                del self._rooms[name]
+        self.presence.seats.remove(f"bot:{player}" if own else game_id, role, seat_sid(player))
 
     def _drop(self, stream: Stream) -> list[str]:
         """Stop listening for a stream and release its seats; the games that changed."""
@@ -155,6 +205,8 @@ class Hub:
             stream.held.clear()
             for game_id, role in held.items():
                 self._unlisten(stream.bot.player, game_id, role)
+            if stream.bot.player not in self._streams:  # not replaced: the bot is offline
+                self._unlisten(stream.bot.player, "bot", ONLINE)
         return list(held)
 
     def close(self, stream: Stream) -> None:
@@ -205,17 +257,8 @@ class Hub:
     def _renew(self, stream: Stream) -> None:
         """Renew the stream's seat leases (Redis presence expires them otherwise)."""
         sid = seat_sid(stream.bot.player)
-        self.presence.seats.renew([(g, r, sid) for g, r in list(stream.held.items())])
-
-    # --- challenges ---------------------------------------------------------------------------
-
-    def challenge(self, target: str, line: dict[str, Any]) -> bool:
-        """Send a challenge line to a bot; whether it has a stream here."""
-        with self._lock:
-            stream = self._streams.get(target)
-        if stream is not None:
-            stream.queue.put(line)
-        return stream is not None
+        self.presence.seats.renew([(g, r, sid) for g, r in list(stream.held.items())]
+                                  + [(f"bot:{stream.bot.player}", ONLINE, sid)])
 
     # --- delivery -----------------------------------------------------------------------------
 
@@ -227,24 +270,40 @@ class Hub:
         emit_all(self.socketio, pushes, sender)
 
     def deliver(self, push: Push, body: dict[str, Any], skip: str | None) -> None:
-        """A push to its room: to the bots listening there, then to the people."""
+        """A push to its room: to the bots listening there, then to the people.
+
+        On a message queue the emit goes through the queue, and each process's hub hears
+        it there (`_hear_the_queue`), this one included."""
+        if self.shared:
+            self.socketio.emit(push.event, body, to=push.room, skip_sid=skip)
+            return
         listeners = self._rooms.get(push.room)
         if listeners:
             self._to_bots(push, body, list(listeners))
-        server = self.socketio.server
-        game = body.get("game") if isinstance(body.get("game"), dict) else body
-        if not game.get("bot_seats") or isinstance(server.manager, PubSubManager):
+        if not self._split(push, body, [skip]):
             self.socketio.emit(push.event, body, to=push.room, skip_sid=skip)
-            return
-        members = server.manager.rooms.get("/", {}).get(push.room, {})
+
+    def _split(self, push: Push, body: dict[str, Any], skip: list) -> bool:
+        """Emit a game with a bot in it to this process's members of the room, each in its
+        protocol's form; False (nothing sent) when there is no bot in it or no version 3
+        member here, so the caller emits it as it is."""
+        game = body.get("game") if isinstance(body.get("game"), dict) else body
+        if not game.get("bot_seats"):
+            return False
+        manager = self.socketio.server.manager
+        members = manager.rooms.get("/", {}).get(push.room, {})
         newer = [sid for sid in members
                  if getattr(self.presence.connection(sid), "protocol", 2) >= 3]
+        if not newer:
+            return False
         older = [sid for sid in members if sid not in newer]
+        local = {"ignore_queue": True} if self.shared else {}
         if older:
-            self.socketio.emit(push.event, body, to=push.room, skip_sid=[skip, *newer])
-        if newer:
-            v3 = v3_names(body) if "bot_seats" in body else v3_answer(body)
-            self.socketio.emit(push.event, v3, to=push.room, skip_sid=[skip, *older])
+            manager.emit(push.event, body, "/", room=push.room, skip_sid=[*skip, *newer],
+                         **local)
+        v3 = v3_names(body) if "bot_seats" in body else v3_answer(body)
+        manager.emit(push.event, v3, "/", room=push.room, skip_sid=[*skip, *older], **local)
+        return True
 
     def _to_bots(self, push: Push, body: dict[str, Any], players: list[str]) -> None:
         for player in players:
@@ -262,3 +321,9 @@ class Hub:
                         self.seat(player, fresh)
             elif push.event == "reaction":
                 stream.queue.put({"type": "reaction", **body})
+            elif push.event == "seat":  # the bot took a seat, maybe through another process
+                match = self.table.store.get(body.get("game", ""))
+                if match is not None:
+                    self.seat(player, match)
+            elif push.event == "challenge":
+                stream.queue.put({"type": "challenge", **body})
