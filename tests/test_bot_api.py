@@ -125,6 +125,9 @@ def test_refusals_carry_the_socket_codes_and_an_http_status(app, client):
     response = client.post(f"/api/bot/game/{game_id}/move", data="[1]", headers={
         **auth(token), "Content-Type": "application/json"})
     assert response.status_code == 400
+    huge = client.post(f"/api/bot/game/{game_id}/react", json={"reaction": "x" * 5000},
+                       headers=auth(token))
+    assert huge.status_code == 400 and "4096" in huge.get_json()["error"]["message"]
 
 
 def test_a_bot_cannot_act_in_a_game_it_does_not_sit_in(app, client):

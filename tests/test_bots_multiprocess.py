@@ -91,3 +91,14 @@ def test_a_person_on_one_process_plays_a_bot_streaming_from_the_other(two_server
     finally:
         runner.stop()
         close_all([person])
+
+
+def test_a_stream_on_the_other_process_replaces_the_first(two_servers):
+    (one, two), store = two_servers
+    token = make_bot(store, "wanderer")
+    first = Api(one.url, token).stream()
+    assert next(first)["type"] == "hello"
+    second = Api(two.url, token).stream()
+    assert next(second)["type"] == "hello"
+    assert list(first) == []  # the first stream ends (within a second) with no more lines
+    second.close()

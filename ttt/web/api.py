@@ -100,7 +100,13 @@ def authenticated(view):
     return wrapper
 
 
+MAX_BODY = 4096
+
+
 def payload() -> dict[str, Any]:
+    """The request's JSON object (at most 4 KiB; nothing a bot sends needs more)."""
+    if (request.content_length or 0) > MAX_BODY:
+        raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
     body = request.get_json(silent=True) if request.content_length else {}
     if not isinstance(body, dict):
         raise BotError("bad_request", "the body must be a JSON object")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -66,6 +67,7 @@ class Stream:
     queue: Any
     held: dict[str, str] = field(default_factory=dict)   # game id -> the bot's side
     closed: bool = False
+    id: str = field(default_factory=lambda: secrets.token_hex(8))
 
 
 class Hub:
@@ -149,6 +151,8 @@ class Hub:
         with self._lock:
             self._rooms.setdefault(bot_room(bot.player), set()).add(bot.player)
         self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(bot.player))
+        # A stream of this bot held by another process closes too (one stream per bot).
+        self.emit([Push("replace", bot_room(bot.player), {"keep": stream.id})])
         stream.queue.put({"type": "hello", "bot": bot.name})
         for game_id in self.table.store.live_games(bot.player):
             match = self.table.store.get(game_id)
@@ -325,5 +329,7 @@ class Hub:
                 match = self.table.store.get(body.get("game", ""))
                 if match is not None:
                     self.seat(player, match)
+            elif push.event == "replace" and body.get("keep") != stream.id:
+                stream.queue.put(CLOSE)
             elif push.event == "challenge":
                 stream.queue.put({"type": "challenge", **body})
