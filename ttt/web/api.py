@@ -214,6 +214,8 @@ def challenge(bot: Bot):
 @bp.post("/api/bot/challenge/<game_id>/<verb>")
 @authenticated
 def reply_challenge(bot: Bot, game_id: str, verb: str):
+    if verb == "accept":
+        room_for(bot)  # before the challenge is taken: a full bot may accept it later
     if verb not in ("accept", "decline") or not book().answer(game_id, bot.player):
         raise BotError("not_found", "no such challenge")
     sid = connect(bot)
@@ -227,7 +229,6 @@ def reply_challenge(bot: Bot, game_id: str, verb: str):
         if match is None:
             raise BotError("not_found", "no such game")
         return answer({"ok": True, "game": table().view(match, "spectator")})
-    room_for(bot)
     joined = run(sid, "join", {"game": game_id})
     if joined.get("ok") and joined.get("you") not in SIDES:
         return answer(refusal("not_allowed", "the challenge is no longer open"))

@@ -34,10 +34,12 @@ from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.table import Push, Table, room
 from ttt.web.events import emit_all
+from ttt.web.presence import LEASE_SECONDS
 
 log = logging.getLogger("ttt.bots")
 PING_EVERY = 15.0
 CHECK_EVERY = 1.0          # how often a stream checks that its token still holds
+RENEW_EVERY = LEASE_SECONDS / 3  # how often its seat leases are renewed (shared presence)
 CLOSE = object()           # a stream's queue sentinel: end the stream now
 
 
@@ -232,7 +234,7 @@ class Hub:
 
     def lines(self, stream: Stream) -> Iterator[bytes]:
         """The stream's NDJSON lines until it is replaced, revoked or the bot goes away."""
-        last_line = checked = time.monotonic()
+        last_line = checked = renewed = time.monotonic()
         try:
             while True:
                 try:
@@ -247,11 +249,13 @@ class Hub:
                     bot = self.book.by_player(stream.bot.player)
                     if bot is None or bot.revoked:
                         return
+                if now - renewed >= RENEW_EVERY:
+                    renewed = now
+                    self._renew(stream)
                 if item is None and now - last_line < PING_EVERY:
                     continue
                 if item is None:
                     item = {"type": "ping"}
-                    self._renew(stream)
                 last_line = now
                 yield (json.dumps(item, separators=(",", ":"), ensure_ascii=False)
                        + "\n").encode()
