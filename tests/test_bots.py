@@ -97,6 +97,15 @@ def test_a_bot_on_move_gets_its_deadline_and_keeps_it_until_it_moves():
     assert with_deadline(None, person, 10).deadline is None
 
 
+def test_a_bots_clock_waits_for_the_open_seat_of_its_link_to_fill():
+    bot, person = new_player_id(), "p" * 22
+    link = create("friend", bot, 0.0, you="X")
+    assert with_deadline(None, link, 10).deadline is None
+    from ttt.match import take_seat
+    joined = take_seat(link, person, 50.0)
+    assert with_deadline(link, joined, 10).deadline == 60.0
+
+
 def test_a_shorter_game_clock_wins_over_the_bot_deadline():
     bot, person = new_player_id(), "p" * 22
     game = create("friend", person, 0.0, you="X", clock=10)

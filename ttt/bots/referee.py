@@ -27,13 +27,14 @@ def bot_on_move(match: Match) -> bool:
 
 
 def with_deadline(before: Match | None, after: Match, seconds: float) -> Match:
-    """`after` with the bot on move given its deadline, when this change put it on move.
+    """`after` with the bot on move given its deadline, when this change put it on move
+    (or filled the last open seat).
 
     A change that keeps the same bot on move (a name, a presence change) keeps its deadline;
     a game clock that runs out sooner stays as it is.
     """
-    if not bot_on_move(after):
-        return after
+    if not bot_on_move(after) or not all(after.seats.values()):
+        return after  # nobody to wait for, or an open seat: a link's bot waits for its person
     turned = (before is None or len(before.moves) != len(after.moves)
               or before.seats != after.seats or not bot_on_move(before))
     if not turned and after.deadline is not None:
