@@ -159,6 +159,9 @@ def test_the_stream_says_hello_then_the_live_games_then_every_change(app, client
     assert first["game"]["online"]["X"] is True and first["game"]["names"]["X"] == {
         "name": "minimax", "bot": True}
     assert first["game"]["legal"] == list(range(9)) and first["game"]["time_left"] > 0
+    # The server's analysis is not offered to bots: their `can` never lists it.
+    assert first["game"]["can"] == ["move", "resign", "rematch"]
+    assert made["game"]["can"] == ["move", "resign", "rematch"]
     post(client, token, f"/api/bot/game/{game_id}/move", {"cell": 4})
     after = stream.until(lambda line: line["type"] == "game" and line["game"]["version"] == 2)
     assert after["game"]["board"][4] == "X" and "move" in after["game"]["can"]

@@ -138,3 +138,26 @@ def v3_answer(answer: dict[str, Any]) -> dict[str, Any]:
         if isinstance(answer.get(key), dict) and answer[key].get("bot_seats"):
             changed[key] = v3_names(answer[key])
     return changed
+
+
+# The server's own analysis is not a bot's to use: a ladder of bots asking Perfect would be
+# a ladder of Perfect. The API offers neither event, so a bot's `can` never lists them.
+NOT_FOR_BOTS = ("hint", "analyze")
+
+
+def bot_view(game: dict[str, Any]) -> dict[str, Any]:
+    """A Game as a bot gets it: version 3 names, and `can` without what the API does not offer."""
+    game = v3_names(game)
+    can = game.get("can")
+    if isinstance(can, list) and any(c in NOT_FOR_BOTS for c in can):
+        game = {**game, "can": [c for c in can if c not in NOT_FOR_BOTS]}
+    return game
+
+
+def bot_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """An API answer with every Game in it as a bot gets it."""
+    changed = dict(answer)
+    for key in ("game", "played"):
+        if isinstance(answer.get(key), dict):
+            changed[key] = bot_view(answer[key])
+    return changed

@@ -15,7 +15,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask_socketio import SocketIO
 
-from ttt.bots import Bot, BotError, check_name, hash_token, v3_answer
+from ttt.bots import Bot, BotError, bot_answer, check_name, hash_token
 from ttt.bots.book import Book, open_book
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.match import SIDES, MatchError
@@ -73,7 +73,7 @@ def answer(body: dict[str, Any]) -> Response | tuple[Response, int]:
     if body.get("ok") is False:
         code = body.get("error", {}).get("code", "internal")
         return jsonify(body), STATUS.get(code, 409)
-    return jsonify(v3_answer(body))
+    return jsonify(bot_answer(body))
 
 
 def authenticated(view):

@@ -29,7 +29,7 @@ from typing import Any
 from flask_socketio import SocketIO
 from socketio import PubSubManager
 
-from ttt.bots import Bot, v3_answer, v3_names
+from ttt.bots import Bot, bot_view, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.table import Push, Table, room
@@ -181,7 +181,7 @@ class Hub:
                 match = self.table.store.get(match.id) or match
                 self.emit([p for p in self.table.game_pushes(match)
                            if p.room != room(match.id, role)])
-        stream.queue.put({"type": "game", "game": v3_names(self.table.view(match, role))})
+        stream.queue.put({"type": "game", "game": bot_view(self.table.view(match, role))})
 
     def _forget_finished(self, stream: Stream) -> None:
         """Keep a stream's set of games bounded: the oldest ones stop being heard (lock held)."""
@@ -320,7 +320,7 @@ class Hub:
             if stream is None:
                 continue
             if push.event == "game":
-                stream.queue.put({"type": "game", "game": v3_names(body)})
+                stream.queue.put({"type": "game", "game": bot_view(body)})
             elif push.event == "rematch":
                 game = body.get("game") or {}
                 if game.get("you") in SIDES:
