@@ -323,3 +323,16 @@ def test_the_ladder_page_lists_every_bot_best_rated_first(app, client):
     assert listed["bots"][1]["rating"] == 1516
     assert set(listed["bots"][0]["vs_ai"]) == {"classic", "ultimate"}
     assert "player" not in listed["bots"][0] and "token_hash" not in listed["bots"][0]
+
+
+def test_a_bot_is_offline_once_its_last_stream_closes_even_after_a_replacement(app, client):
+    token = make_bot(app, "flaky")
+    hub, player = app.extensions["ttt_bots"], app.extensions["ttt_bots_book"].by_name(
+        "flaky").player
+    first = Lines(client, token)
+    first.next()
+    second = Lines(client, token)
+    second.next()
+    assert first.ended() and hub.online(player)
+    second.close()
+    assert not hub.online(player)

@@ -48,9 +48,10 @@ def bot_sid(player: str) -> str:
     return f"bot:{player}"
 
 
-def seat_sid(player: str) -> str:
-    """The sid a bot's seat leases are held under while its stream is open."""
-    return f"botseat:{player}"
+def seat_sid(stream: Stream) -> str:
+    """The sid a stream holds its bot's seat leases under: its own, so a stream closing in
+    one process never ends the leases of the stream that replaced it in another."""
+    return f"botseat:{stream.bot.player}:{stream.id}"
 
 
 def bot_room(player: str) -> str:
@@ -152,7 +153,7 @@ class Hub:
             old.queue.put(CLOSE)
         with self._lock:
             self._rooms.setdefault(bot_room(bot.player), set()).add(bot.player)
-        self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(bot.player))
+        self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(stream))
         # A stream of this bot held by another process closes too (one stream per bot).
         self.emit([Push("replace", bot_room(bot.player), {"keep": stream.id})])
         stream.queue.put({"type": "hello", "bot": bot.name})
@@ -176,7 +177,7 @@ class Hub:
                 self._rooms.setdefault(room(match.id, role), set()).add(player)
                 self._forget_finished(stream)
             before = self.presence.online(match.id)
-            self.presence.seats.add(match.id, role, seat_sid(player))
+            self.presence.seats.add(match.id, role, seat_sid(stream))
             if self.presence.online(match.id) != before:  # the people see it come online
                 match = self.table.store.get(match.id) or match
                 self.emit([p for p in self.table.game_pushes(match)
@@ -188,31 +189,31 @@ class Hub:
         while len(stream.held) > self.max_finished:
             game_id, role = next(iter(stream.held.items()))
             del stream.held[game_id]
-            self._unlisten(stream.bot.player, game_id, role)
+            self._unlisten(stream, game_id, role)
 
-    def _unlisten(self, player: str, game_id: str, role: str) -> None:
-        """Stop hearing a game's room and free its seat (game "bot": the bot's own lines)."""
-        own = game_id == "bot"
-        name = bot_room(player) if own else room(game_id, role)
-        listeners = self._rooms.get(name)
+    def _unlisten(self, stream: Stream, game_id: str, role: str) -> None:
+        """Stop hearing a game's room and free the stream's seat in it."""
+        listeners = self._rooms.get(room(game_id, role))
         if listeners is not None:
-            listeners.discard(player)
+            listeners.discard(stream.bot.player)
             if not listeners:
-                del self._rooms[name]
-        self.presence.seats.remove(f"bot:{player}" if own else game_id, role, seat_sid(player))
+                del self._rooms[room(game_id, role)]
+        self.presence.seats.remove(game_id, role, seat_sid(stream))
 
     def _drop(self, stream: Stream) -> list[str]:
-        """Stop listening for a stream and release its seats; the games that changed."""
+        """Stop listening for a stream and release its leases; the games it held."""
+        player = stream.bot.player
         with self._lock:
             stream.closed = True
-            if self._streams.get(stream.bot.player) is stream:
-                del self._streams[stream.bot.player]
+            if self._streams.get(player) is stream:
+                del self._streams[player]
             held = dict(stream.held)
             stream.held.clear()
             for game_id, role in held.items():
-                self._unlisten(stream.bot.player, game_id, role)
-            if stream.bot.player not in self._streams:  # not replaced: the bot is offline
-                self._unlisten(stream.bot.player, "bot", ONLINE)
+                self._unlisten(stream, game_id, role)
+            if player not in self._streams:  # not replaced here: its own lines go unheard
+                self._rooms.pop(bot_room(player), None)
+        self.presence.seats.remove(f"bot:{player}", ONLINE, seat_sid(stream))
         return list(held)
 
     def close(self, stream: Stream) -> None:
@@ -264,7 +265,7 @@ class Hub:
 
     def _renew(self, stream: Stream) -> None:
         """Renew the stream's seat leases (Redis presence expires them otherwise)."""
-        sid = seat_sid(stream.bot.player)
+        sid = seat_sid(stream)
         self.presence.seats.renew([(g, r, sid) for g, r in list(stream.held.items())]
                                   + [(f"bot:{stream.bot.player}", ONLINE, sid)])
 
