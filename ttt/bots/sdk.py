@@ -178,6 +178,8 @@ class Runner:
         self._finished: set[str] = set()
         self._live: set[str] = set()
         self._started = 0
+        self._waiting: dict[str, float] = {}  # challenges to bots not yet taken -> when sent
+        self.challenge_wait = 30.0            # seconds before an untaken challenge is withdrawn
         self.error: str | None = None
         self._pool = ThreadPoolExecutor(self.parallel) if self.parallel > 1 else None
 
@@ -209,7 +211,8 @@ class Runner:
     def _start_more(self) -> None:
         while self.schedule and len(self._live) < self.parallel:
             you = "X" if self._started % 2 == 0 else "O"
-            answer = self.api.challenge(self.schedule[0], self.variant, you)
+            opponent = self.schedule[0]
+            answer = self.api.challenge(opponent, self.variant, you)
             if not answer.get("ok"):
                 self.log(f"challenge refused: {answer.get('error')}")
                 if answer.get("error", {}).get("code") in ("not_found", "bad_request",
@@ -220,6 +223,8 @@ class Runner:
             self.schedule.pop(0)
             self._started += 1
             self._live.add(answer["game"]["id"])
+            if opponent.startswith("bot:"):  # a link waits for its person as long as it takes
+                self._waiting[answer["game"]["id"]] = time.monotonic()
             self._game(answer["game"])
 
     def _game(self, game: dict[str, Any]) -> None:
@@ -235,6 +240,8 @@ class Runner:
             return
         if "open" in game.get("seats", {}).values() and game_id not in self._live:
             return  # an old challenge nobody took (from an earlier run): not a game on
+        if "open" not in game.get("seats", {}).values():
+            self._waiting.pop(game_id, None)
         self._live.add(game_id)
         if "move" in game.get("can", ()) and game.get("rev", 0) > self._acted.get(game_id, -1):
             self._acted[game_id] = game.get("rev", 0)
@@ -258,6 +265,16 @@ class Runner:
             self.log(f"move {cell} refused: {answer['error']}")
         elif answer.get("game"):
             self.events.put({"type": "game", "game": answer["game"]})
+
+    def _withdraw_stale(self) -> None:
+        """Abort the challenges nobody took in time (their game ends `aborted`)."""
+        now = time.monotonic()
+        for game_id, sent in list(self._waiting.items()):
+            if now - sent > self.challenge_wait:
+                del self._waiting[game_id]
+                answer = self.api.call(f"/api/bot/game/{game_id}/abort")
+                if answer.get("ok"):
+                    self.events.put({"type": "game", "game": answer["game"]})
 
     def _handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -296,6 +313,7 @@ class Runner:
                 try:
                     event = self.events.get(timeout=0.5)
                 except queue.Empty:
+                    self._withdraw_stale()
                     self._start_more()  # a refused challenge (a bot busy) is tried again
                     continue
                 try:
