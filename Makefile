@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test lint bench bench-deploy bench-server capacity load system clean
+.PHONY: run test lint bench bench-bots bench-deploy bench-server capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -40,6 +40,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m ttt bench
+
+# Bot games a second on one process, and the bot stream's latency against a socket's.
+bench-bots: $(STAMP)
+	$(PY) -m bench.bots $(ARGS)
 
 # 200 python-socketio players for 30 s against a fresh server; exit 1 on any lost move.
 load: $(STAMP)

@@ -6,7 +6,17 @@ import argparse
 import faulthandler
 import signal
 
+from werkzeug.serving import WSGIRequestHandler
+
 from ttt.web import create_app, get_socketio
+
+
+class NoDelayHandler(WSGIRequestHandler):
+    """Werkzeug's request handler with Nagle's algorithm off (TCP_NODELAY). With it on, a
+    person's answer written just after a push that another thread (a bot's HTTP call) wrote
+    to the same websocket waited for the client's delayed ACK: 20-40 ms a move, 0.8 without."""
+
+    disable_nagle_algorithm = True
 
 
 def main() -> None:
@@ -21,7 +31,8 @@ def main() -> None:
     print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
           flush=True)
     # The Werkzeug server with simple-websocket: fine for one process; see docs/deploy.md.
-    get_socketio(app).run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True)
+    get_socketio(app).run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True,
+                          request_handler=NoDelayHandler)
 
 
 if __name__ == "__main__":

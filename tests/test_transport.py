@@ -227,6 +227,9 @@ LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
     "Socket.close(wait, abort, reason)": lambda mp, s: mp.setattr(eio_socket.Socket, "close",
                                                                   lambda self: None),
     "BaseManager.rooms": lambda mp, s: mp.delattr(s.manager, "rooms"),
+    "PubSubManager._handle_emit": lambda mp, s: mp.delattr(socketio.PubSubManager,
+                                                           "_handle_emit"),
+    "Server.manager_initialized": lambda mp, s: mp.delattr(s, "manager_initialized"),
     "BaseManager.sid_from_eio_sid/get_namespaces": lambda mp, s: mp.delattr(
         base_manager.BaseManager, "sid_from_eio_sid"),
 }

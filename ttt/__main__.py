@@ -1,4 +1,4 @@
-"""The command line: `python -m ttt stats | arena | bench`."""
+"""The command line: `python -m ttt stats | arena | bench | bot`."""
 
 from __future__ import annotations
 
@@ -237,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--levels", nargs="+", choices=list(mcts.AI_LEVELS),
                        default=["easy", "hard"], help="ultimate: the levels to time")
     bench.set_defaults(run=cmd_bench)
+    from ttt.bots import cli as bot_cli
+
+    bot_cli.add_parser(sub)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ttt.bots import is_bot_player
 from ttt.match import (
     AI,
     CLOCKS,
@@ -176,9 +177,13 @@ class Table:
 
     def view(self, match: Match, role: str) -> dict[str, Any]:
         """The Game as a receiver in `role` sees it."""
-        return match.view(role, online=self.presence.online(match.id),
+        game = match.view(role, online=self.presence.online(match.id),
                           claimable_in=self.claimable_in(match, role),
                           watchers=self.presence.watchers(match.id), now=self.clock())
+        bots = [m for m in SIDES if is_bot_player(match.seats[m])]
+        if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
+            game["bot_seats"] = bots
+        return game
 
     @staticmethod
     def roles(match: Match) -> tuple[str, ...]:

@@ -28,10 +28,11 @@ def _env_config() -> dict[str, Any]:
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
-    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE"):
+    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS"):
         if env.get(key):
             config[key] = float(env[key])
-    for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES"):
+    for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
+                "TTT_BOT_MAX_GAMES"):
         if env.get(key):
             config[key] = int(env[key])
     if env.get("TTT_TRUSTED_PROXIES"):
@@ -154,7 +155,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if isinstance(trusted, str):
         app.config["TTT_TRUSTED_PROXIES"] = frozenset(a.strip() for a in trusted.split(",")
                                                       if a.strip())
-    app.extensions["ttt_table"] = Table(app.extensions["ttt_store"], presence, limits=Limits(
+    from ttt.web import api
+
+    app.extensions["ttt_table"] = Table(api.referee(app, app.extensions["ttt_store"]),
+                                        presence, limits=Limits(
         claim_after=float(app.config["TTT_CLAIM_AFTER"]),
         live_per_player=app.config["TTT_MAX_LIVE_PER_PLAYER"],
         live_per_address=app.config["TTT_MAX_LIVE_PER_ADDRESS"],
@@ -185,6 +189,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     events.register(socketio, app.extensions["ttt_table"], app.config)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
+    api.install(app, socketio, app.extensions["ttt_table"])
     _quiet_client_errors()
     app.extensions["ttt_socketio"] = socketio
     if not app.testing:

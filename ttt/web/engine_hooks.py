@@ -21,6 +21,7 @@ from importlib import metadata
 from typing import Any
 
 from engineio import socket as eio_socket
+from socketio import PubSubManager
 
 #: The minor versions the hooks were written against (pyproject.toml pins them with ~=).
 WRITTEN_FOR = {"python-engineio": "4.15", "python-socketio": "5.18"}
@@ -68,6 +69,10 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
                            "wait", "abort", "reason")),
     ("python-socketio", "BaseManager.rooms",
      lambda server: isinstance(getattr(server.manager, "rooms", None), dict)),
+    ("python-socketio", "PubSubManager._handle_emit",
+     lambda server: callable(getattr(PubSubManager, "_handle_emit", None))),
+    ("python-socketio", "Server.manager_initialized",
+     lambda server: isinstance(getattr(server, "manager_initialized", None), bool)),
     ("python-socketio", "BaseManager.sid_from_eio_sid/get_namespaces",
      lambda server: callable(getattr(server.manager, "sid_from_eio_sid", None))
      and callable(getattr(server.manager, "get_namespaces", None))),
@@ -191,3 +196,25 @@ def on_websockets(server: Any, wrap: Callable[[Any, WebSocketSession], Any]) -> 
 def room_members(server: Any, room: str, namespace: str = "/") -> Collection[str]:
     """The sids in a room of this process (no message queue: that is every member)."""
     return server.manager.rooms.get(namespace, {}).get(room, {})
+
+
+# --- the message queue ---------------------------------------------------------------------------
+
+def on_queue_emit(server: Any, heard: Callable[[dict], bool]) -> None:
+    """Call heard(message) for every emit this process's message-queue listener receives,
+    before python-socketio hands it to the local rooms; a True answer means "handled"."""
+    manager = server.manager
+    handle = manager._handle_emit
+
+    def hear(message: dict) -> Any:
+        return None if heard(message) else handle(message)
+
+    manager._handle_emit = hear
+
+
+def start_queue_listener(server: Any) -> None:
+    """Start the message-queue listener now (python-socketio starts it on the first Socket.IO
+    connection; a process serving only bot streams would otherwise hear nothing)."""
+    if not server.manager_initialized:
+        server.manager_initialized = True
+        server.manager.initialize()

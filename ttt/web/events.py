@@ -12,6 +12,7 @@ from flask import current_app, request, session
 from flask_socketio import SocketIO, join_room
 from socketio import PubSubManager
 
+from ttt.bots import v3_answer
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
 from ttt.web.engine_hooks import room_members
@@ -27,13 +28,17 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
     """
     server = socketio.server
     local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
+    bots = getattr(socketio, "ttt_bots", None)  # the bot streams' hub (ttt.web.hub)
     for push in pushes:
         skip = sender if push.skip_sender else None
-        if local:
+        if local and not (bots and bots.hears(push.room)):
             members = room_members(server, push.room)
             if not members or (skip is not None and len(members) == 1 and skip in members):
                 continue
-        socketio.emit(push.event, push.body(), to=push.room, skip_sid=skip)
+        if bots:  # to the bots listening, and each person in their protocol's form
+            bots.deliver(push, push.body(), skip)
+        else:
+            socketio.emit(push.event, push.body(), to=push.room, skip_sid=skip)
 
 
 def client_address(trusted: frozenset[str]) -> str:
@@ -65,6 +70,11 @@ def register(socketio: SocketIO, table: Table, config: Any) -> None:
     """Attach every event handler to this SocketIO object (`config`: the app's, read live)."""
     server = socketio.server
 
+    def versioned(sid: str, answer: dict) -> dict:
+        """The answer in the sender's protocol: version 3 marks a bot's name."""
+        conn = table.presence.connection(sid)
+        return v3_answer(answer) if conn is not None and conn.protocol >= 3 else answer
+
     def adapter(name: str):
         # Registered on python-socketio itself, not through Flask-SocketIO: a game event needs
         # no Flask request context or session copy (the player is known by the sid since the
@@ -85,7 +95,7 @@ def register(socketio: SocketIO, table: Table, config: Any) -> None:
                     _show(server, sid, reply.show)
                 emit_all(socketio, reply.pushes, sid)
                 if reply.then is None:
-                    return reply.answer
+                    return versioned(sid, reply.answer)
                 step = reply.then  # e.g. the AI thinks: the pushes above show the move first
 
         return handler
@@ -107,6 +117,8 @@ def register(socketio: SocketIO, table: Table, config: Any) -> None:
                 request.sid, player, address, burst=2 * config["TTT_RATE_LIMIT"]):
             return False  # no session cookie (open the page first), or too many tabs
         join_room(player_room(player))
+        if isinstance(auth, dict) and auth.get("protocol") == 3:  # `auth: {"protocol": 3}`
+            table.presence.connection(request.sid).protocol = 3
         return True
 
     @socketio.on("disconnect")

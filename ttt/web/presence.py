@@ -34,6 +34,8 @@ class Connection:
     game: str | None = None
     role: str | None = None
     seats: tuple[str, ...] = ()
+    protocol: int = 2           # the client's declared protocol version (connect auth)
+    holds_seats: bool = True    # False for a bot's calls: its stream holds its seats
 
 
 @dataclass
@@ -174,7 +176,7 @@ class Presence:
             game = match.id
             before = self._snapshot(game)
             conn.game, conn.role = game, match.role(conn.player)
-            conn.seats = seats_of(match, conn.player)
+            conn.seats = seats_of(match, conn.player) if conn.holds_seats else ()
             for mark in conn.seats:
                 self.seats.add(game, mark, sid)
             if self._snapshot(game) != before:

@@ -1,0 +1,71 @@
+"""A person in Chromium plays a bot: from the bot's page, through a friend link."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_play import board, cell
+from tests.servers import ROOT, Server
+from ttt.bots.sdk import Api
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+STATUS = re.compile(r"^(Your turn|Draw|minimax wins|You win!)$")
+OVER = {"Draw", "minimax wins", "You win!"}
+
+
+@pytest.fixture
+def bot_server(tmp_path):
+    """A server with the minimax bot made and its program running; its URL."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    store = f"sqlite:///{tmp_path / 'ttt.sqlite3'}"
+    made = subprocess.run([sys.executable, "-m", "ttt", "bot", "create", "minimax", "--about",
+                           "Never loses.", "--store", store], cwd=ROOT, env=env, text=True,
+                          capture_output=True, check=True)
+    token = tmp_path / "token"
+    token.write_text(made.stdout)
+    server = Server({"TTT_STORE": store, "TTT_SECRET_KEY": "bot-page"},
+                    log=tmp_path / "server.log").start()
+    bot = subprocess.Popen([sys.executable, "-m", "ttt", "bot", "run",
+                            str(ROOT / "examples" / "bots" / "minimax.py"), "--server",
+                            server.url, "--token-file", str(token), "--quiet"],
+                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not Api(server.url, "-").call("/api/bots", method="GET")["bots"][0]["online"]:
+            assert time.monotonic() < deadline, "the bot never came online"
+            time.sleep(0.1)
+        yield server.url
+    finally:
+        bot.kill()
+        bot.wait(10)
+        server.stop()
+
+
+def test_a_person_plays_the_bot_from_its_page_and_never_beats_it(open_page, bot_server):
+    page = open_page(server=bot_server, path="/bot/minimax")
+    expect(page.locator(".bot-about")).to_have_text("Never loses.")
+    expect(page.locator(".bot-online")).to_have_text("Online now")
+    page.get_by_role("button", name="Play this bot: classic").click()
+    expect(page).to_have_url(re.compile(r"/g/[A-Za-z0-9_-]{16,}$"))
+    status = page.locator("#status")
+    for _ in range(5):
+        expect(status).to_have_text(STATUS)
+        if status.text_content() in OVER:
+            break
+        target = cell(page, board(page).index("."))
+        target.click()
+        expect(target).not_to_have_attribute("data-mark", "")
+    expect(status).to_have_text(re.compile(r"^(Draw|minimax wins)$"))
+    # The ladder shows the game against a person nowhere (it is not an AI or bot game),
+    # and the bot's page still offers another.
+    page.goto("/bots")
+    expect(page.get_by_role("link", name=re.compile("minimax"))).to_be_visible()

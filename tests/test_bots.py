@@ -1,0 +1,189 @@
+"""Bots at the unit level: tokens, names, ratings, version 3 names, deadlines, the book."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from tests.servers import need_binary
+from ttt.bots import (
+    Bot,
+    BotError,
+    check_about,
+    check_name,
+    elo,
+    expected,
+    hash_token,
+    is_bot_player,
+    new_player_id,
+    new_token,
+    same_hash,
+    v3_answer,
+    v3_names,
+)
+from ttt.bots.book import MemoryBook, RedisBook, SqliteBook
+from ttt.bots.referee import Referee, with_deadline
+from ttt.match import AI, create, play
+from ttt.store.memory import MemoryStore
+
+
+def test_a_token_has_256_random_bits_and_only_its_hash_is_kept():
+    token = new_token()
+    assert len(base64.urlsafe_b64decode(token + "=")) == 32
+    assert new_token() != token
+    digest = hash_token(token)
+    assert token not in digest and len(digest) == 64
+    assert same_hash(digest, hash_token(token)) and not same_hash(digest, hash_token(token + "x"))
+
+
+@pytest.mark.parametrize("name", ["abc", "minimax", "Bot_2-x", "a" * 24])
+def test_good_bot_names(name):
+    assert check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["ab", "a" * 25, "two words", "émile", "bot\n", "x/y", 7, None])
+def test_bad_bot_names_are_bad_requests(name):
+    with pytest.raises(BotError) as refused:
+        check_name(name)
+    assert refused.value.code == "bad_request"
+
+
+def test_about_text_is_bounded_and_printable():
+    assert check_about("  plays minimax  ") == "plays minimax"
+    for bad in ("x" * 281, "bell\x07", 3):
+        with pytest.raises(BotError):
+            check_about(bad)
+
+
+def test_a_bots_player_id_can_never_be_a_persons():
+    bot = new_player_id()
+    assert is_bot_player(bot) and len(bot) == 26
+    # A person's id is the cookie's 22 characters, whatever they are.
+    assert not is_bot_player("bot-" + "a" * 18)
+    assert not is_bot_player(None) and not is_bot_player(AI)
+
+
+def test_elo_is_zero_sum_and_rewards_the_upset():
+    assert expected(1500, 1500) == pytest.approx(0.5)
+    x, o = elo(1500, 1500, 1.0)
+    assert x == pytest.approx(1516) and o == pytest.approx(1484)
+    assert sum(elo(1700, 1300, 0.5)) == pytest.approx(3000)
+    underdog_gain = elo(1300, 1700, 1.0)[0] - 1300
+    favourite_gain = elo(1700, 1300, 1.0)[0] - 1700
+    assert underdog_gain > favourite_gain > 0
+
+
+def test_version_3_names_mark_only_the_bot_seats():
+    game = {"names": {"X": "ann", "O": "minimax"}, "bot_seats": ["O"]}
+    assert v3_names(game)["names"] == {"X": "ann", "O": {"name": "minimax", "bot": True}}
+    assert game["names"]["O"] == "minimax"  # the version 2 form is left as it was
+    plain = {"names": {"X": "ann", "O": None}}
+    assert v3_names(plain) is plain
+    answer = v3_answer({"ok": True, "game": game, "played": game})
+    assert answer["played"]["names"]["O"]["bot"] is True
+
+
+def test_a_bot_on_move_gets_its_deadline_and_keeps_it_until_it_moves():
+    bot = new_player_id()
+    game = create("ai", bot, 100.0, you="X", level="perfect")
+    timed = with_deadline(None, game, 10)
+    assert timed.deadline == 110.0
+    moved = play(timed, bot, 4, 103.0)
+    assert moved.deadline is None  # the AI is on move (the table lands its reply next)
+    renamed = timed.changed(105.0, names={"X": "b", "O": None})
+    assert with_deadline(timed, renamed, 10).deadline == 110.0
+    person = create("ai", "p" * 22, 100.0, you="X", level="perfect")
+    assert with_deadline(None, person, 10).deadline is None
+
+
+def test_a_bots_clock_waits_for_the_open_seat_of_its_link_to_fill():
+    bot, person = new_player_id(), "p" * 22
+    link = create("friend", bot, 0.0, you="X")
+    assert with_deadline(None, link, 10).deadline is None
+    from ttt.match import take_seat
+    joined = take_seat(link, person, 50.0)
+    assert with_deadline(link, joined, 10).deadline == 60.0
+
+
+def test_a_shorter_game_clock_wins_over_the_bot_deadline():
+    bot, person = new_player_id(), "p" * 22
+    game = create("friend", person, 0.0, you="X", clock=10)
+    seated = game.changed(0.0, seats={"X": person, "O": bot}, deadline=8.0)
+    after = play(seated, person, 4, 5.0)  # O's clock starts: 10 s from the move
+    assert with_deadline(seated, after, 30).deadline == after.deadline == 15.0
+    assert with_deadline(seated, after, 3).deadline == 8.0
+
+
+def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
+    store, book = MemoryStore(), MemoryBook()
+    a, b = (Bot(new_player_id(), n, hash_token(n)) for n in ("alpha", "beta"))
+    book.add(a)
+    book.add(b)
+    referee = Referee(store, book, move_seconds=5)
+    ai_game = create("ai", a.player, 0.0, you="X", level="easy")
+    referee.create(ai_game)
+    assert store.get(ai_game.id).deadline == 5.0
+    from ttt.match import time_out
+    referee.update(ai_game.id, lambda m: time_out(m, 6.0))
+    assert store.get(ai_game.id).reason == "time"
+    assert store.record(a.player)["easy"]["losses"] == 1
+    duel = create("friend", a.player, 0.0, you="X").changed(0.0, seats={"X": a.player,
+                                                                          "O": b.player})
+    referee.create(duel)
+    from ttt.match import resign
+    referee.update(duel.id, lambda m: resign(m, b.player, 1.0))
+    x, o = book.by_name("ALPHA"), book.by_name("beta")
+    assert x.vs_bots["wins"] == 1 and o.vs_bots["losses"] == 1 and x.rating > 1500 > o.rating
+    assert not book.rate(duel.id, a.player, b.player, "X")  # once only
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def book(request, tmp_path):
+    if request.param == "memory":
+        yield MemoryBook()
+    elif request.param == "sqlite":
+        yield SqliteBook(str(tmp_path / "bots.db"))
+    else:
+        need_binary("redis-server")
+        server = request.getfixturevalue("redis_server")
+        made = RedisBook(server.url)
+        made.redis.flushdb()
+        yield made
+
+
+def test_the_book_keeps_bots_unique_by_name_in_any_case(book):
+    bot = Bot(new_player_id(), "MiniMax", hash_token("t1"), about="hi")
+    book.add(bot)
+    with pytest.raises(BotError) as taken:
+        book.add(Bot(new_player_id(), "minimax", hash_token("t2")))
+    assert taken.value.code == "conflict"
+    assert book.by_name("MINIMAX").player == bot.player
+    assert book.by_token(hash_token("t1")).name == "MiniMax"
+    assert book.by_token(hash_token("t2")) is None
+    assert book.by_player(bot.player).about == "hi"
+    assert [b.name for b in book.all()] == ["MiniMax"]
+
+
+def test_the_book_revokes_and_rates_once(book):
+    a, b = Bot(new_player_id(), "alpha", hash_token("a")), Bot(new_player_id(), "beta",
+                                                                 hash_token("b"))
+    book.add(a)
+    book.add(b)
+    assert book.revoke("ALPHA") and not book.revoke("nobody")
+    assert book.by_token(hash_token("a")).revoked
+    assert book.rate("g1", a.player, b.player, None)
+    assert not book.rate("g1", a.player, b.player, "X")
+    assert book.rate("g2", b.player, a.player, "X")
+    alpha, beta = book.by_name("alpha"), book.by_name("beta")
+    assert alpha.vs_bots == {"wins": 0, "draws": 1, "losses": 1}
+    assert beta.vs_bots == {"wins": 1, "draws": 1, "losses": 0}
+    assert alpha.rating + beta.rating == pytest.approx(3000)
+
+
+def test_a_challenge_is_answered_once_and_only_by_its_target(book):
+    book.offer("g1", "bot-b")
+    assert not book.answer("g1", "bot-c")
+    assert book.answer("g1", "bot-b")
+    assert not book.answer("g1", "bot-b")
+    assert not book.answer("nothing", "bot-b")

@@ -1,0 +1,186 @@
+"""Bots against a real server: the SDK in a subprocess, the command line, the log.
+
+One server for the module (SQLite in a temporary directory, a 5-second bot deadline so a
+late bot loses quickly); every bot is made with `python -m ttt bot create`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ROOT, Server
+from ttt.bots.sdk import Api, Unauthorized
+
+PY = sys.executable
+MINIMAX = str(ROOT / "examples" / "bots" / "minimax.py")
+RANDOM = str(ROOT / "examples" / "bots" / "random_ultimate.py")
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """(server, its store URL, its log path, a directory for token files)."""
+    home = tmp_path_factory.mktemp("bots")
+    store = f"sqlite:///{home / 'ttt.sqlite3'}"
+    log = home / "server.log"
+    server = Server({"TTT_STORE": store, "TTT_SECRET_KEY": "bots-test",
+                     "TTT_BOT_MOVE_SECONDS": "5", "TTT_CREATE_RATE": "100000",
+                     "TTT_MAX_LIVE_PER_ADDRESS": "100000"}, log=log).start()
+    yield server, store, log, home
+    server.stop()
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "ttt", "bot", *args], cwd=ROOT, env=ENV, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def make_bot(world, name: str) -> Path:
+    """`python -m ttt bot create NAME`: the token file it is kept in."""
+    _, store, _, home = world
+    made = cli("create", name, "--about", f"{name}, a test bot", "--store", store)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert len(token) >= 43  # 256 bits in base64
+    path = home / f"{name}.token"
+    path.write_text(token + "\n")
+    tokens.append(token)
+    return path
+
+
+tokens: list[str] = []
+
+
+def slow_bot(world, name: str, seconds: float) -> Path:
+    """A minimax bot that thinks `seconds` before each move."""
+    path = world[3] / f"{name}.py"
+    path.write_text(f"import sys, time\nsys.path.insert(0, {str(Path(MINIMAX).parent)!r})\n"
+                    f"from minimax import move as best\n\n\ndef move(game):\n"
+                    f"    time.sleep({seconds})\n    return best(game)\n")
+    return path
+
+
+def run(world, program, token: Path, *args: str, timeout: float = 300) -> dict:
+    done = cli("run", str(program), "--server", world[0].url, "--token-file", str(token),
+               "--quiet", *args, timeout=timeout)
+    assert done.stdout, done.stderr
+    return {**json.loads(done.stdout.splitlines()[-1]), "returncode": done.returncode}
+
+
+def start(world, program, token: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([PY, "-m", "ttt", "bot", "run", str(program), "--server",
+                             world[0].url, "--token-file", str(token), "--quiet", *args],
+                            cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def bots(world) -> dict[str, dict]:
+    return {b["name"]: b for b in Api(world[0].url, "-").call("/api/bots", method="GET")["bots"]}
+
+
+def wait_for(test, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = test()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("the state never came")
+
+
+def test_minimax_never_loses_twenty_classic_games_against_perfect(world):
+    token = make_bot(world, "minimax")
+    result = run(world, MINIMAX, token, "--games", "20", "--opponent", "ai:perfect")
+    assert (result["games"], result["losses"], result["error"]) == (20, 0, None), result
+    assert result["draws"] + result["wins"] == 20
+    record = bots(world)["minimax"]["vs_ai"]["classic"]["perfect"]
+    assert record == {"wins": 0, "draws": 20, "losses": 0}
+
+
+def test_a_random_bot_plays_four_ultimate_games_against_hard_to_the_end(world):
+    token = make_bot(world, "randomu")
+    result = run(world, RANDOM, token, "--games", "4", "--opponent", "ai:hard",
+                 "--variant", "ultimate", "--parallel", "4")
+    assert result["games"] == 4 and result["error"] is None, result
+    assert result["reasons"].get("time", 0) == 0  # every game played out, none lost late
+    record = bots(world)["randomu"]["vs_ai"]["ultimate"]["hard"]
+    assert sum(record.values()) == 4
+
+
+def test_two_bots_play_each_other_through_the_ladder_command(world):
+    strong, weak = make_bot(world, "ladder-a"), make_bot(world, "ladder-b")
+    done = cli("ladder", "--server", world[0].url, "--games", "4", f"{MINIMAX}={strong}",
+               f"{RANDOM}={weak}", "--timeout", "120")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    mine = {r["bot"]: r for r in result["round"]}
+    assert mine["ladder-a"]["losses"] == 0 and mine["ladder-b"]["wins"] == 0
+    assert sum(mine["ladder-a"][k] for k in ("wins", "draws", "losses")) == 4
+    ladder = bots(world)
+    assert ladder["ladder-a"]["rating"] >= 1500 >= ladder["ladder-b"]["rating"]
+    assert sum(ladder["ladder-a"]["vs_bots"].values()) == 4
+
+
+def test_the_sdk_reconnects_a_replaced_stream_and_finishes_its_games(world):
+    token = make_bot(world, "steady")
+    program = slow_bot(world, "steady", 0.15)
+    bot = start(world, program, token, "--games", "6", "--opponent", "ai:perfect")
+    try:
+        wait_for(lambda: bots(world)["steady"]["online"])
+        # Another stream with the same token replaces the SDK's: it must come back.
+        intruder = Api(world[0].url, token.read_text().strip())
+        for line in intruder.stream():
+            assert line["type"] == "hello"
+            break
+        out, err = bot.communicate(timeout=120)
+    finally:
+        bot.kill()
+    result = json.loads(out.splitlines()[-1])
+    assert result["reconnects"] >= 1, err
+    assert (result["games"], result["losses"]) == (6, 0), result
+
+
+def test_a_revoked_token_is_cut_off_mid_game(world):
+    _, store, _, _ = world
+    token = make_bot(world, "doomed")
+    program = slow_bot(world, "doomed", 0.3)
+    bot = start(world, program, token, "--games", "50", "--opponent", "ai:perfect")
+    try:
+        wait_for(lambda: bots(world)["doomed"]["online"])
+        revoked = cli("revoke", "doomed", "--store", store)
+        assert revoked.returncode == 0, revoked.stderr
+        began = time.monotonic()
+        out, _ = bot.communicate(timeout=30)
+        assert time.monotonic() - began < 15
+    finally:
+        bot.kill()
+    result = json.loads(out.splitlines()[-1])
+    assert bot.returncode == 1 and result["error"] and result["games"] < 50
+    wait_for(lambda: not bots(world)["doomed"]["online"])
+    with pytest.raises(Unauthorized):
+        Api(world[0].url, token.read_text().strip()).challenge("ai:easy")
+
+
+def test_a_bot_that_answers_late_loses_on_time(world):
+    token = make_bot(world, "sleepy")
+    program = slow_bot(world, "sleepy", 6.5)  # the server's deadline is 5 s
+    result = run(world, program, token, "--games", "1", "--opponent", "ai:easy")
+    assert (result["games"], result["losses"], result["reasons"]) == (1, 1, {"time": 1})
+    assert bots(world)["sleepy"]["vs_ai"]["classic"]["easy"]["losses"] == 1
+
+
+def test_no_token_reaches_the_server_log(world):
+    assert len(tokens) >= 6  # the tests above ran first and made their bots
+    log = world[2].read_text()
+    assert "/api/bot/game/" in log  # the log is there and has the bots' calls
+    for token in tokens:
+        assert token not in log
+    assert "Bearer" not in log
+    assert "Traceback" not in log

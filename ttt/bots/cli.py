@@ -1,0 +1,166 @@
+"""`python -m ttt bot create | revoke | list | run | ladder`: make bots and play them."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ttt.bots import Bot, BotError, check_about, check_name, hash_token, new_player_id, new_token
+from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _store_url(given: str | None) -> str:
+    """The store the server uses: --store, else TTT_STORE, else the default SQLite file."""
+    return given or os.environ.get("TTT_STORE") or f"sqlite:///{ROOT / 'instance' / 'ttt.sqlite3'}"
+
+
+def _book(args: argparse.Namespace):
+    from ttt.bots.book import open_book
+    from ttt.store import open_store
+
+    url = _store_url(args.store)
+    if url.startswith("memory"):
+        raise BotError("bad_request", "a memory:// store lives in the server's process: "
+                                      "make bots on a sqlite:// or redis:// store")
+    store = open_store(url)
+    return store, open_book(store)
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    name, about = check_name(args.name), check_about(args.about)
+    store, book = _book(args)
+    token = new_token()
+    bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
+              owner=args.owner if args.owner is not None else getpass.getuser(),
+              created=time.time())
+    book.add(bot)
+    store.set_name(bot.player, name)  # the name its seats show, like a person's
+    print(f"made bot {name}; its token (shown once, keep it in a file only you can read):",
+          file=sys.stderr)
+    print(token)
+    return 0
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    _, book = _book(args)
+    if not book.revoke(args.name):
+        print(f"ttt: error: no bot named {args.name!r}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.name}: its stream closes and its calls answer 401", file=sys.stderr)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    _, book = _book(args)
+    for bot in book.all():
+        print(json.dumps(bot.public()))
+    return 0
+
+
+def _token(path: str) -> str:
+    return Path(path).read_text().strip()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    api = Api(args.server, _token(args.token_file))
+    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    runner = Runner(api, load_move(args.bot), games=args.games, opponent=args.opponent,
+                    variant=args.variant, parallel=args.parallel, log=log)
+    tally = runner.run(timeout=args.timeout)
+    print(json.dumps({"games": tally.games, "wins": tally.wins, "draws": tally.draws,
+                      "losses": tally.losses, "aborted": tally.aborted,
+                      "reasons": tally.reasons, "reconnects": runner.reconnects,
+                      "error": runner.error}))
+    return 1 if runner.error else 0
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    """A round among the given bots (PROGRAM=TOKEN_FILE): every pair plays --games games,
+    each bot starting half of them, all bots answering challenges meanwhile."""
+    entries = []
+    for entry in args.bots:
+        program, _, token_file = entry.partition("=")
+        if not token_file:
+            print(f"ttt: error: {entry!r} is not PROGRAM=TOKEN_FILE", file=sys.stderr)
+            return 2
+        api = Api(args.server, _token(token_file))
+        entries.append((load_move(program), api, api.account()["bot"]["name"]))
+    runners = []
+    for i, (move, api, _) in enumerate(entries):
+        schedule = [f"bot:{name}" for j, (_, _, name) in enumerate(entries) if j != i
+                    for _ in range((args.games + (i < j)) // 2)]
+        runners.append(Runner(api, move, variant=args.variant, schedule=schedule))
+    threads = [threading.Thread(target=r.run, args=(args.timeout,), daemon=True)
+               for r in runners]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + (args.timeout or 3600)
+    while time.monotonic() < deadline and not all(r.idle() for r in runners):
+        time.sleep(0.2)
+    for runner in runners:
+        runner.stop()
+    ladder = Api(args.server, "-").call("/api/bots", method="GET")["bots"]
+    print(json.dumps({"round": [{"bot": name, "wins": r.tally.wins, "draws": r.tally.draws,
+                                 "losses": r.tally.losses, "error": r.error}
+                                for (_, _, name), r in zip(entries, runners, strict=True)],
+                      "ladder": [{k: b[k] for k in ("name", "rating", "vs_bots")}
+                                 for b in ladder]}))
+    return 0
+
+
+def add_parser(sub) -> None:
+    """The `bot` sub-command and its own sub-commands."""
+    bot = sub.add_parser("bot", help="make, revoke and run bots (docs/bots.md)")
+    cmds = bot.add_subparsers(dest="bot_command", required=True, parser_class=type(bot))
+    create = cmds.add_parser("create", help="make a bot and print its token once")
+    create.add_argument("name")
+    create.add_argument("--about", default="")
+    create.add_argument("--owner", default=None, help="who made it (default: your user name)")
+    revoke = cmds.add_parser("revoke", help="revoke a bot's token at once")
+    revoke.add_argument("name")
+    listing = cmds.add_parser("list", help="the bots in the store, one JSON line each")
+    for p in (create, revoke, listing):
+        p.add_argument("--store", default=None, help="the server's TTT_STORE (default: its)")
+    create.set_defaults(run=_guarded(cmd_create))
+    revoke.set_defaults(run=_guarded(cmd_revoke))
+    listing.set_defaults(run=_guarded(cmd_list))
+    run = cmds.add_parser("run", help="play a bot program (defines move(game) -> int)")
+    run.add_argument("bot", help="the bot's Python file")
+    ladder = cmds.add_parser("ladder", help="a round of games between the given bots")
+    ladder.add_argument("bots", nargs="+", metavar="PROGRAM=TOKEN_FILE")
+    for p in (run, ladder):
+        p.add_argument("--server", default="http://127.0.0.1:5000")
+        p.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
+        p.add_argument("--games", type=int, default=0)
+        p.add_argument("--timeout", type=float, default=None, help="stop after this many s")
+    run.add_argument("--token-file", required=True)
+    run.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
+    run.add_argument("--parallel", type=int, default=1, help="games at once")
+    run.add_argument("--quiet", action="store_true")
+    run.set_defaults(run=_guarded(cmd_run))
+    ladder.set_defaults(run=_guarded(cmd_ladder))
+
+
+def _guarded(command):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except BotError as error:
+            print(f"ttt: error: {error.message}", file=sys.stderr)
+            return 2 if error.code == "bad_request" else 1
+        except Unauthorized as error:
+            print(f"ttt: error: {error}", file=sys.stderr)
+            return 1
+        except (OSError, ValueError) as error:
+            print(f"ttt: error: {error}", file=sys.stderr)
+            return 1
+
+    return run

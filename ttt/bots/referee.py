@@ -1,0 +1,80 @@
+"""The house rules for bots, laid over a game store: move deadlines and the bots' ladder.
+
+`Referee(store, book)` is the store the table writes through. Every change that puts a bot
+on move gives it a deadline (`move_seconds`, or the game's own clock when that is
+shorter), written in the same transaction as the change, so the match clock the table
+already runs (`Table.tick`, the store's `due`) ends a bot's game on time like a person's.
+Every change that ends a game between two bots rates it once. Nothing else changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ttt.bots import is_bot_player
+from ttt.bots.book import Book
+from ttt.match import Match, results
+from ttt.store import Caps, Change, Update, as_update
+
+MOVE_SECONDS = 10.0
+
+
+def bot_on_move(match: Match) -> bool:
+    """Whether the side on move is a bot."""
+    turn = match.turn
+    return turn is not None and is_bot_player(match.seats.get(turn))
+
+
+def with_deadline(before: Match | None, after: Match, seconds: float) -> Match:
+    """`after` with the bot on move given its deadline, when this change put it on move
+    (or filled the last open seat).
+
+    A change that keeps the same bot on move (a name, a presence change) keeps its deadline;
+    a game clock that runs out sooner stays as it is.
+    """
+    if not bot_on_move(after) or not all(after.seats.values()):
+        return after  # nobody to wait for, or an open seat: a link's bot waits for its person
+    turned = (before is None or len(before.moves) != len(after.moves)
+              or before.seats != after.seats or not bot_on_move(before))
+    if not turned and after.deadline is not None:
+        return after
+    due = after.updated + seconds
+    if after.deadline is not None and after.deadline <= due:
+        return after
+    return replace(after, deadline=due)
+
+
+class Referee:
+    """A game store with bot deadlines and bot-versus-bot ratings; the rest passes through."""
+
+    def __init__(self, store: Any, book: Book, move_seconds: float = MOVE_SECONDS) -> None:
+        self._store = store
+        self.book = book
+        self.move_seconds = move_seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def create(self, match: Match, caps: Caps | None = None) -> None:
+        self._store.create(with_deadline(None, match, self.move_seconds), caps)
+
+    def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
+        def timed(match: Match) -> Match | Update:
+            update = as_update(change(match))
+            if update.match.rev == match.rev:
+                return update
+            if not update.credits:  # a time-out against the AI counts in the record too
+                update = update._replace(credits=tuple(results(match, update.match)))
+            made = update.create and with_deadline(None, update.create, self.move_seconds)
+            return update._replace(match=with_deadline(match, update.match, self.move_seconds),
+                                   create=made or None)
+
+        done = self._store.update(game_id, timed)
+        if done is not None:
+            before, after = done
+            if (after.is_over and not before.is_over and after.status != "aborted"
+                    and after.mode == "friend" and after.start == 0
+                    and all(is_bot_player(after.seats[m]) for m in ("X", "O"))):
+                self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner)
+        return done

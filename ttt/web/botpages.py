@@ -1,0 +1,106 @@
+"""The bots' pages: the ladder (/bots), a bot's card (/bot/<name>) and playing one.
+
+A person plays a bot through an ordinary friend game: made on the person's own account
+(their caps and creation rate), its empty seat then taken by the bot through the same
+`join` a person's link takes. Pages are Jinja with autoescaping and no inline script.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request
+
+from ttt.bots import Bot, BotError, check_name
+from ttt.match import SIDES
+from ttt.table import refusal, valid_id
+from ttt.web.api import answer, book, card, connect, opponent_bot, run, seat_from, table
+from ttt.web.events import client_address
+from ttt.web.pages import ensure_player
+
+bp = Blueprint("bots_pages", __name__)
+
+
+def _bot_or_404(name: str) -> Bot:
+    try:
+        found = book().by_name(check_name(name))
+    except BotError:
+        found = None
+    if found is None or found.revoked:
+        abort(404, description="There is no bot of that name.")
+    return found
+
+
+@bp.get("/bots")
+def ladder():
+    cards = sorted((card(b) for b in book().all() if not b.revoked),
+                   key=lambda c: (-c["rating"], c["name"].lower()))
+    return render_template("bots.html", bots=cards)
+
+
+@bp.get("/bot/<name>")
+def bot_page(name: str):
+    ensure_player()
+    return render_template("bot.html", bot=card(_bot_or_404(name)), error=None)
+
+
+def give_seat(person: str, game_id: str, opponent: str) -> dict:
+    """The open seat of a person's friend game given to an online bot; the bot's answer."""
+    match = table().store.get(game_id)
+    if match is None:
+        raise BotError("not_found", "no such game")
+    if match.role(person) not in SIDES or match.mode != "friend":
+        raise BotError("spectator", "only a player of a friend game can invite a bot")
+    if match.is_over or None not in match.seats.values():
+        raise BotError("not_allowed", "this game has no empty seat")
+    bot = opponent_bot(opponent)
+    joined = run(connect(bot), "join", {"game": game_id}, limited=False)
+    seat_from(joined, bot)
+    return joined
+
+
+@bp.post("/bot/<name>/play")
+def play(name: str):
+    """'Play this bot': a friend game made for this person, the bot in the other seat."""
+    bot = _bot_or_404(name)
+    person = ensure_player()
+    variant = request.form.get("variant", "classic")
+    you = request.form.get("you", "X")
+    presence = table().presence
+    sid = f"web:{person}:{id(request)}"
+    address = client_address(current_app.config["TTT_TRUSTED_PROXIES"])
+    if not presence.connect(sid, person, 2.0, address):
+        return render_template("bot.html", bot=card(bot), error="Too many tabs open."), 429
+    try:
+        made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant},
+                   limited=False)
+        if not made.get("ok"):
+            return render_template("bot.html", bot=card(bot),
+                                   error=made["error"]["message"]), 409
+        try:
+            joined = give_seat(person, made["game"]["id"], f"bot:{bot.name}")
+        except BotError as error:
+            joined = refusal(error.code, error.message)
+        if not joined.get("ok"):
+            run(sid, "abort", {"game": made["game"]["id"]}, limited=False)
+            return render_template("bot.html", bot=card(bot),
+                                   error=joined["error"]["message"]), 409
+    finally:
+        presence.disconnect(sid)
+    return redirect(f"/g/{made['game']['id']}", code=303)
+
+
+@bp.post("/api/game/<game_id>/opponent")
+def opponent(game_id: str):
+    """A friend game's empty seat given to a bot: {"opponent": "bot:<name>"} from the page."""
+    if not request.is_json:  # a cross-site form cannot send JSON without a preflight
+        return answer(refusal("bad_request", "send JSON"))
+    body = request.get_json(silent=True)
+    target = body.get("opponent") if isinstance(body, dict) else None
+    if not valid_id(game_id) or not isinstance(target, str) or not target.startswith("bot:"):
+        return answer(refusal("bad_request", "opponent must be 'bot:<name>'"))
+    try:
+        joined = give_seat(ensure_player(), game_id, target)
+    except BotError as error:
+        return answer(refusal(error.code, error.message))
+    if not joined.get("ok"):
+        return answer(joined)
+    return jsonify({"ok": True, "link": f"/g/{game_id}"})
