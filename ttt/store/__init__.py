@@ -96,6 +96,9 @@ class Store(Protocol):
     def live_games(self, player_id: str) -> list[str]:
         """The ids of the games still on in which this player sits."""
 
+    def live_ids(self) -> list[str]:
+        """Every unfinished game's id (start-up: the AI moves that were waiting)."""
+
     def due(self, now: float) -> list[str]:
         """The ids of timed games whose side on move ran out of time by `now`."""
 
