@@ -1,0 +1,234 @@
+"""The AI off the serving loop, end to end: through the app, real servers, gevent and the queue."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+from tests.servers import ROOT, Log, Remotes, Server
+from tests.test_security import Gunicorn, need_module
+from ttt.store import open_store
+from ttt.thinker import Scheduler, search
+from ttt.web import create_app, get_socketio, get_table
+
+HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
+
+
+def wait_until(predicate, timeout: float = 60, what: str = "state"):
+    """Poll for a state (never a fixed sleep): the value once truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{what} not reached within {timeout}s")
+
+
+class Held:
+    """A worker the test releases one search at a time; each runs the real search, briefly."""
+
+    def __init__(self) -> None:
+        self.started = threading.Semaphore(0)
+        self.go = threading.Semaphore(0)
+
+    def run(self, task: dict, seconds: float):
+        self.started.release()
+        assert self.go.acquire(timeout=60)
+        return search(task, 0.05)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def pooled():
+    """An app whose searches run in a real worker process (memory store)."""
+    app = create_app({"TESTING": True, "SECRET_KEY": "t", "TTT_STORE": "memory://",
+                      "TTT_RATE_LIMIT": 0, "TTT_AI_WORKERS": 1})
+    yield app
+    get_table(app).thinker.close()
+
+
+def player(app):
+    client = app.test_client()
+    client.get("/")
+    sio = get_socketio(app).test_client(app, flask_test_client=client)
+    assert sio.is_connected()
+    return sio
+
+
+def call(sio, event, **payload):
+    return sio.emit(event, payload, callback=True)
+
+
+def pushed_games(sio, received: list):
+    received += [m["args"][0] for m in sio.get_received() if m["name"] == "game"]
+    return received
+
+
+def test_an_ultimate_move_is_answered_at_once_and_the_ais_reply_pushed(pooled):
+    ana = player(pooled)
+    game = call(ana, "new_game", **HARD)["game"]
+    assert game["budget"] == 1.2  # the hard level's full time, nobody waiting
+    answer = call(ana, "move", game=game["id"], cell=40)
+    assert answer["ok"] and answer["game"]["moves"][0] == 40
+    seen: list = []
+    reply = wait_until(lambda: next((g for g in pushed_games(ana, seen)
+                                     if len(g["moves"]) == 2), None), what="the AI's reply")
+    assert reply["turn"] == "X" and reply["moves"][1] // 9 == 4 and reply["legal"]
+    assert reply["rev"] > answer["game"]["rev"]
+
+
+def test_a_full_queue_answers_busy_to_evaluations_and_still_takes_moves(pooled):
+    table = get_table(pooled)
+    held = Held()
+    table.thinker = Scheduler([held], max_queue=1, per_address=1)
+    table.answer_wait = 0.2
+    ana, ben, cid = player(pooled), player(pooled), player(pooled)
+    first = call(ana, "new_game", **HARD)["game"]
+    assert call(ana, "move", game=first["id"], cell=40)["ok"]
+    assert held.started.acquire(timeout=30)  # ana's AI search holds the only worker
+    second = call(ben, "new_game", **{**HARD, "level": "easy"})["game"]
+    moved = call(ben, "move", game=second["id"], cell=0)  # queued behind ana's: accepted
+    assert moved["ok"] and moved["game"]["moves"] == [0] and moved["game"]["turn"] == "O"
+    third = call(cid, "new_game", mode="local", variant="ultimate")["game"]
+    call(cid, "move", game=third["id"], cell=10)
+    assert call(cid, "analyze", game=third["id"])["error"]["code"] == "busy"  # queue full
+    assert call(cid, "hint", game=third["id"])["error"]["code"] == "busy"
+    assert table.store.get(third["id"]).hints == {"X": 0, "O": 0}  # a refused hint: uncounted
+    held.go.release()
+    held.go.release()  # ana's, then ben's
+    seen: list = []
+    reply = wait_until(lambda: next((g for g in pushed_games(ben, seen)
+                                     if g["id"] == second["id"] and len(g["moves"]) == 2),
+                                    None), what="ben's AI reply")
+    assert reply["turn"] == "X"
+    held.go.release()  # the evaluation now gets a worker: once found, it is cached
+    wait_until(lambda: call(cid, "analyze", game=third["id"]).get("ok"), what="an analysis")
+    searches = table.thinker.searches
+    hinted = call(cid, "hint", game=third["id"])
+    assert hinted["ok"] and hinted["best"] and table.thinker.searches == searches  # cached
+
+
+def test_a_repeated_analysis_costs_no_second_search(pooled):
+    ana = player(pooled)
+    game = call(ana, "new_game", mode="local", variant="ultimate")["game"]
+    call(ana, "move", game=game["id"], cell=40)
+    first = call(ana, "analyze", game=game["id"])
+    assert first["ok"] and first["analysis"]["best"]
+    thinker = get_table(pooled).thinker
+    searches = thinker.searches
+    again = call(ana, "analyze", game=game["id"])
+    assert again["analysis"] == first["analysis"] and thinker.searches == searches
+
+
+# --- real servers -------------------------------------------------------------------------------
+
+@pytest.mark.server
+def test_a_restart_plays_the_ai_move_that_was_waiting(tmp_path):
+    """kill -9 while the AI thinks; the next process plays that turn with nobody joining."""
+    db = tmp_path / "ttt.sqlite3"
+    env = {"TTT_STORE": f"sqlite:///{db}", "TTT_SECRET_KEY": "restart", "TTT_AI_WORKERS": "1"}
+    server = Server(env, log=tmp_path / "one.log").start()
+    remotes = Remotes(server.url)
+    try:
+        ana = remotes()
+        game = ana.call("new_game", HARD)["game"]
+        assert ana.call("move", {"game": game["id"], "cell": 40})["game"]["moves"] == [40]
+        server.kill()  # the search (about a second) is still running
+    finally:
+        remotes.close()
+    store = open_store(f"sqlite:///{db}")
+    try:
+        # The worker process was starting when the server died: the AI's turn was waiting.
+        assert len(store.get(game["id"]).moves) == 1
+        again = Server(env, log=tmp_path / "two.log").start()
+        try:
+            wait_until(lambda: len(store.get(game["id"]).moves) == 2, 60,
+                       "the waiting AI move played after the restart")
+        finally:
+            again.stop()
+        stored = store.get(game["id"])
+        assert len(stored.moves) == 2 and stored.moves[1] // 9 == 4 and stored.turn == "X"
+    finally:
+        store.close()
+
+
+@pytest.mark.server
+def test_the_gevent_worker_answers_while_a_search_runs(tmp_path):
+    """gunicorn -k gevent: a classic move and a new page answer before the AI's search ends."""
+    need_module("gevent")
+    need_module("gunicorn")
+    server = Gunicorn({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "gevent-ai",
+                       "TTT_AI_WORKERS": "1", "TTT_CREATE_RATE": "100000"}, tmp_path / "g.log")
+    remotes = Remotes(server.url)
+    try:
+        ultimate, victim = remotes(), remotes()
+        game = ultimate.call("new_game", HARD)["game"]
+        classic = victim.call("new_game", {"mode": "ai", "you": "X", "level": "perfect"})["game"]
+        ultimate.call("analyze", {"game": game["id"]})  # the worker process is up and warm
+        cells = iter([4, 0, 2, 6, 1, 3, 5, 7, 8])
+        for cell in (40, None):
+            if cell is None:  # the AI's second search: from where it sent us
+                board = ultimate.wait_for("game", lambda g: len(g["moves"]) == 2, 60)
+                cell = board["legal"][0]
+            moved = ultimate.call("move", {"game": game["id"], "cell": cell})
+            plies = len(moved["game"]["moves"])
+            assert moved["game"]["turn"] == "O"  # answered before the AI's reply
+            answered = victim.call("move", {"game": classic["id"], "cell": next(cells)},
+                                   timeout=10)
+            page = requests.get(server.url + "/healthz", timeout=10)
+            # The search was still running when both answered: its reply had not come.
+            assert not [g for g in ultimate.pushed("game") if len(g["moves"]) > plies]
+            assert answered["ok"] and page.status_code == 200
+            classic = answered["game"]
+            if classic["status"] != "playing":
+                classic = victim.call("new_game", {"mode": "ai", "you": "X",
+                                                   "level": "perfect"})["game"]
+                cells = iter([4, 0, 2, 6, 1, 3, 5, 7, 8])
+    finally:
+        remotes.close()
+        server.stop()
+
+
+@pytest.mark.server
+@pytest.mark.redis
+def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_url):
+    """TTT_AI_QUEUE: the search waits in Redis until `python -m ttt worker` takes it."""
+    need_module("rq")
+    import redis
+
+    env = {"TTT_STORE": "memory://", "TTT_SECRET_KEY": "queue", "TTT_AI_QUEUE": redis_url,
+           "TTT_AI_WORKERS": "2"}
+    server = Server(env, log=tmp_path / "server.log").start()
+    remotes = Remotes(server.url)
+    worker = None
+    queue = redis.Redis.from_url(redis_url)
+    try:
+        ana = remotes()
+        game = ana.call("new_game", HARD)["game"]
+        assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
+        wait_until(lambda: queue.llen("rq:queue:ttt-ai") == 1, 30, "the search queued in Redis")
+        assert not [g for g in ana.pushed("game") if len(g["moves"]) == 2]
+        with open(tmp_path / "worker.log", "ab") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "ttt", "worker", "--redis", redis_url], cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        reply = ana.wait_for("game", lambda g: len(g["moves"]) == 2, 60)
+        assert reply["moves"][1] // 9 == 4 and reply["turn"] == "X"
+        assert "Traceback" not in Log(tmp_path / "server.log").since(0)
+    finally:
+        remotes.close()
+        server.stop()
+        queue.close()
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
