@@ -94,6 +94,10 @@ class ProcessRunner:
 def serve_stdin() -> None:
     """The worker process: one task a line in, one answer a line out, until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server's Ctrl-C ends it by closing stdin
+    # Below the server in the CPU's queue: on a machine with few cores the searches take what
+    # the serving loop leaves, so a classic move is never queued behind a search.
+    with contextlib.suppress(OSError):
+        os.nice(5)
     for line in sys.stdin.buffer:
         try:
             asked = json.loads(line)
