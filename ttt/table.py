@@ -243,10 +243,10 @@ class Table:
         game = match.view(role, online=self.presence.online(match.id),
                           claimable_in=self.claimable_in(match, role),
                           watchers=self.presence.watchers(match.id), now=self.clock())
-        if match.mode == "ai" and not match.rules.instant_ai:
+        if match.mode == "ai" and match.level and not match.rules.instant_ai:
             # The AI's seconds this move: less than its level's when the workers are busy.
             game["budget"] = self.thinker.budget_of(match.id) or getattr(
-                match.rules.player(match.level or ""), "seconds", None)
+                match.rules.player(match.level), "seconds", None)
         return game
 
     @staticmethod
@@ -447,7 +447,7 @@ class Table:
 
     def _ask_ai(self, match: Match) -> Ticket:
         """The search for the AI's move at this rev: queued once, whoever asks again."""
-        owner = next((seat for seat in match.humans()), "") or match.id
+        owner = (match.humans() or [match.id])[0]  # one search at a time per person
         task = Task("move", match.variant, tuple(match.moves), match.level,
                     self.rng.getrandbits(63))
         return self.thinker.move(task, owner, match.origin or "", match.id, match.rev,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
@@ -146,9 +147,15 @@ class Scheduler:
     """The fair, bounded queue in front of `runners`, one driver thread (or greenlet) each."""
 
     def __init__(self, runners: list[Runner], max_queue: int | None = None,
-                 per_address: int | None = None, cache: int = 4096) -> None:
+                 per_address: int | None = None, cache: int = 4096,
+                 capacity: Callable[[], int] | None = None) -> None:
         self.runners = runners
         self.slots = max(1, len(runners))
+        # How many searches really run at once, when the runners cannot know (remote workers
+        # on a queue): asked now and then; budgets shrink by it rather than by the runners.
+        self._capacity = capacity
+        self._working = self.slots
+        self._asked_at = float("-inf")
         self.max_queue = max_queue or 4 * self.slots
         self.per_address = per_address or max(1, self.max_queue // 2)
         self._lock = threading.Condition()
@@ -243,7 +250,7 @@ class Scheduler:
                     backlog = self._queued + len(self._running)
                     full = ticket.task.full_budget()
                     ticket.budget = round(max(min(full, MIN_SECONDS),
-                                              full * min(1.0, self.slots / backlog)), 2)
+                                              full * min(1.0, self._working / backlog)), 2)
                     if ticket.task.kind == "move":
                         self._budgets.put(ticket.key[1], ticket.budget)
                     return ticket
@@ -259,12 +266,26 @@ class Scheduler:
                 ready.append((self._served.get(address) or 0, address, ticket))
         return ready
 
+    def _count_workers(self) -> None:
+        """Refresh how many searches can run at once (remote workers come and go)."""
+        now = time.monotonic()
+        if self._capacity is None or now - self._asked_at < 5:
+            return
+        self._asked_at = now
+        try:
+            self._working = max(1, min(self.slots, self._capacity()))
+        except Exception as error:  # the queue's Redis is down: keep the last count
+            log.warning("could not count the search workers: %s", error)
+
     def _drive(self, runner: Runner) -> None:
-        while (ticket := self._next()) is not None:
+        while True:
+            self._count_workers()
+            ticket = self._next()
+            if ticket is None:
+                return
             assert ticket.budget is not None
             try:
                 result, error = runner.run(ticket.task.as_json(), ticket.budget), None
-                self.searches += 1
             except WorkerLost as lost:
                 ticket.attempts += 1
                 log.warning("a worker died during a search (%s): attempt %d", lost,
@@ -282,6 +303,7 @@ class Scheduler:
 
     def _finish(self, ticket: Ticket, result: Any, error: str | None) -> None:
         with self._lock:
+            self.searches += error is None
             self._running.discard(ticket.owner)
             self._by_key.pop(ticket.key, None)
             if error is None and ticket.task.kind == "analyze":
@@ -316,7 +338,6 @@ class Inline(Scheduler):
             self._budgets.put(ticket.key[1], ticket.budget)
         self._lock.release()  # the search and the landing run outside the lock
         try:
-            self.searches += 1
             try:
                 result, error = search(ticket.task.as_json(), ticket.budget), None
             except Exception as failure:

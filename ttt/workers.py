@@ -127,6 +127,12 @@ class QueueRunner:
         self._queue = Queue(queue, connection=Redis.from_url(url),
                             serializer=JSONSerializer)
 
+    def workers(self) -> int:
+        """How many `python -m ttt worker`s listen on the queue now."""
+        from rq import Worker
+
+        return Worker.count(queue=self._queue)
+
     def run(self, task: dict[str, Any], seconds: float) -> Any:
         from rq.results import Result
 
@@ -166,13 +172,13 @@ def build(config: dict[str, Any]) -> Scheduler:
         workers = 4 if queue_url else max(1, (os.cpu_count() or 2) - 1)
     workers = int(workers)
     max_queue = config.get("TTT_AI_QUEUE_MAX")
+    limit = int(max_queue) if max_queue else None
     if queue_url:
-        runners: list = [QueueRunner(queue_url) for _ in range(max(1, workers))]
-    elif workers == 0:
+        runners = [QueueRunner(queue_url) for _ in range(max(1, workers))]
+        return Scheduler(list(runners), max_queue=limit, capacity=runners[0].workers)
+    if workers == 0:
         return Inline()
-    else:
-        runners = [ProcessRunner() for _ in range(workers)]
-    return Scheduler(runners, max_queue=int(max_queue) if max_queue else None)
+    return Scheduler([ProcessRunner() for _ in range(workers)], max_queue=limit)
 
 
 if __name__ == "__main__":
