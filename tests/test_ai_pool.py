@@ -14,8 +14,10 @@ import requests
 from tests.servers import ROOT, Log, Remotes, Server
 from tests.test_security import Gunicorn, need_module
 from ttt.store import open_store
+from ttt.table import Limits, Table
 from ttt.thinker import Scheduler, search
 from ttt.web import create_app, get_socketio, get_table
+from ttt.web.presence import MemorySeats, Presence
 
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
 
@@ -127,6 +129,25 @@ def test_a_repeated_analysis_costs_no_second_search(pooled):
     searches = thinker.searches
     again = call(ana, "analyze", game=game["id"])
     assert again["analysis"] == first["analysis"] and thinker.searches == searches
+
+
+def test_a_reply_that_lands_while_the_page_enters_its_room_is_in_the_answer():
+    """new_game with the AI to open: the web layer joins the room, then reads the answer
+    again (`then`): a reply found in between is not lost between answer and push."""
+    store = open_store("memory://")
+    table = Table(store, Presence(MemorySeats()), limits=Limits(creations_per_minute=0))
+    held = Held()
+    table.thinker = Scheduler([held])
+    assert table.connect("sid1", "p" * 22, "10.0.0.1")
+    reply = table.handle("new_game", "sid1", {**HARD, "you": "O", "level": "easy"})
+    assert reply.answer["game"]["moves"] == [] and reply.then is not None
+    assert held.started.acquire(timeout=30)
+    held.go.release()
+    wait_until(lambda: len(store.get(reply.answer["game"]["id"]).moves) == 1, what="landing")
+    assert store.get(reply.answer["game"]["id"]).untouched  # nobody but the AI has moved
+    answer = reply.then().answer  # after the room is joined
+    assert answer["ok"] and len(answer["game"]["moves"]) == 1 and answer["game"]["turn"] == "O"
+    table.thinker.close()
 
 
 # --- real servers -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ttt.match import (
@@ -369,7 +369,7 @@ class Table:
             raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
                              else "the server is full; try again in a moment") from None
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            match = self._think_later(match)
+            return self._enter_thinking(sid, self._think_later(match), player)
         return self._enter(sid, match, player)
 
     def join(self, sid: str, payload: dict) -> Reply:
@@ -388,7 +388,7 @@ class Table:
                 return Reply({"ok": True, "game": None, "you": "spectator",
                               "record": self.store.record(player)})
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
-            match = self._think_later(match)
+            return self._enter_thinking(sid, self._think_later(match), player)
         return self._enter(sid, match, player)
 
     def move(self, sid: str, payload: dict) -> Reply:
@@ -445,6 +445,23 @@ class Table:
             return match
         return self.store.get(match.id) or match
 
+    def _enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+        """Enter a game whose AI may still be thinking: once the connection is in the game's
+        room (the web layer joins it, then calls `then`), the answer is read again, so a
+        reply that landed in between is in it, and any later one reaches it as a push."""
+        reply = self._enter(sid, match, player, **extra)
+        if not ai_to_move(match):
+            return reply
+
+        def caught_up() -> Reply:
+            now = self.store.get(match.id)
+            if now is not None and now.rev != match.rev:
+                reply.answer["game"] = self.view(now, now.role(player))
+            return Reply(reply.answer)
+
+        reply.then = caught_up
+        return reply
+
     def _ask_ai(self, match: Match) -> Ticket:
         """The search for the AI's move at this rev: queued once, whoever asks again."""
         owner = (match.humans() or [match.id])[0]  # one search at a time per person
@@ -464,7 +481,9 @@ class Table:
         def change(current: Match) -> Match | Update:
             if current.rev != match.rev:  # someone got in first: leave it as it is
                 return current
-            after = ai_plays(current, cell, self.clock(), stamp=bool(current.moves))
+            after = ai_plays(current, cell, self.clock())
+            if not current.moves:  # the AI's opening move leaves a new game untouched
+                after = replace(after, updated=current.updated)
             return Update(after, self._credits(current, after))
 
         try:
@@ -560,8 +579,9 @@ class Table:
         assert old.rematch_id is not None
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
-            fresh = self._think_later(fresh)
-        reply = self._enter(sid, fresh, player, started=True)
+            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
+        else:
+            reply = self._enter(sid, fresh, player, started=True)
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
             reply.pushes.extend(self.game_pushes(old))
         # Everyone who saw the old game follows: each side now sits at the other.
