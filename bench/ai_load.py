@@ -1,10 +1,12 @@
 """Does the room wait for the AI? A classic player's round trips, quiet and beside AI searches.
 
-    python -m bench.ai_load [--moves 150] [--seconds 20] [--only threading|gevent] [--json]
+    python -m bench.ai_load [--moves 240] [--seconds 24] [--only threading|gevent]
+                            [--no-throughput] [--root OTHER_TREE] [--json]
 
-1. Latency: a victim plays classic moves against the perfect AI, timed, on a quiet server,
-   then while four other players keep ultimate `hard` games and `analyze` requests going,
-   for `python app.py` (threading) and for `gunicorn -k gevent -w 1`. Target: the loaded p99
+1. Latency: a victim plays classic moves against the perfect AI, timed, while the server is
+   quiet and while four other players keep ultimate `hard` games and `analyze` requests
+   going (four turns of each, so both meet the same background on a shared machine), for
+   `python app.py` (threading) and for `gunicorn -k gevent -w 1`. Target: the loaded p99
    within 1.5x the quiet p99 plus 20 ms; no AI reply lost or timed out.
 2. Throughput: ultimate `hard` AI moves served per second with 1, 2 and 4 worker processes,
    and through the Redis queue (TTT_AI_QUEUE) with one, then two `python -m ttt worker`s
@@ -47,8 +49,8 @@ REPLY_TIMEOUT = 60.0  # an AI reply later than this counts as timed out
 class AIServer(ServerProcess):
     """The game server with extra environment (the AI's workers, its queue)."""
 
-    def __init__(self, mode: str, extra: dict[str, str]) -> None:
-        super().__init__(mode=mode)
+    def __init__(self, mode: str, extra: dict[str, str], root: Path | None = None) -> None:
+        super().__init__(mode=mode, root=root)
         self.extra = extra
 
     def environment(self) -> dict[str, str]:
@@ -69,6 +71,9 @@ class UltimatePlayer:
         self.reply_times: list[float] = []
         self.budgets: list[float] = []  # the seconds each reply's search was given
         self.stop = threading.Event()
+        self.playing = threading.Event()  # cleared: finish the move under way, then wait
+        self.playing.set()
+        self.idle = threading.Event()     # set while paused with nothing in flight
         self.thread = threading.Thread(target=self._play, daemon=True)
 
     def _pushed(self, game: dict) -> None:
@@ -89,9 +94,16 @@ class UltimatePlayer:
                 self.seen.wait(0.5)
         return None
 
+    def pause(self) -> None:
+        self.playing.clear()
+
     def _play(self) -> None:
         game = None
         while not self.stop.is_set():
+            if not self.playing.is_set():
+                self.idle.set()
+                self.playing.wait()
+                self.idle.clear()
             if game is None or game["status"] != "playing":
                 game = self.sio.call("new_game", HARD, timeout=30)["game"]
             cell = self.rng.choice(game["legal"])
@@ -125,6 +137,7 @@ class UltimatePlayer:
 
     def finish(self) -> None:
         self.stop.set()
+        self.playing.set()
         self.thread.join(REPLY_TIMEOUT + 30)
         with contextlib.suppress(Exception):
             self.sio.disconnect()
@@ -148,21 +161,38 @@ def victim_moves(victim: SyncPlayer, moves: int, seconds: float,
     return victim.latencies[start:]
 
 
-def latency(mode: str, moves: int, seconds: float, pace: float) -> dict:
+def latency(mode: str, moves: int, seconds: float, pace: float,
+            root: Path | None = None, cycles: int = 4) -> dict:
     """The victim's round trips quiet, then beside four ultimate players."""
-    note(mode, "starting the server")
-    with AIServer(mode, {}) as server:
+    note(mode, f"starting the server{f' from {root}' if root else ''}")
+    with AIServer(mode, {}, root) as server:
         victim = SyncPlayer(server.url, seed=1)
         victim_moves(victim, 20, 30)  # warm-up
-        quiet = victim_moves(victim, moves, seconds, pace)
-        note(mode, f"quiet: {summary(quiet)}; now four ultimate hard players")
-        loaders = [UltimatePlayer(server.url, seed=n).start() for n in range(4)]
-        wait_until = time.monotonic() + 30
-        while sum(p.replies for p in loaders) < 2 and time.monotonic() < wait_until:
-            time.sleep(0.1)  # the searches are under way before the victim is timed
-        began = time.monotonic()
-        loaded = victim_moves(victim, moves, seconds, pace)
-        window = time.monotonic() - began
+        loaders = [UltimatePlayer(server.url, seed=n) for n in range(4)]
+        for player in loaders:
+            player.pause()
+            player.start()
+        # Quiet and loaded windows take turns, so both meet the same background on a shared
+        # machine (other people's work comes and goes within a minute).
+        quiet: list[float] = []
+        loaded: list[float] = []
+        window = 0.0
+        for _ in range(cycles):
+            for player in loaders:
+                player.pause()
+            for player in loaders:  # the searches asked for have all been answered
+                player.idle.wait(REPLY_TIMEOUT)
+            quiet += victim_moves(victim, moves // cycles, seconds / cycles, pace)
+            replies = sum(p.replies for p in loaders)
+            for player in loaders:
+                player.playing.set()
+            deadline = time.monotonic() + 30
+            while sum(p.replies for p in loaders) < replies + 2 and time.monotonic() < deadline:
+                time.sleep(0.05)  # the searches are under way before the victim is timed
+            began = time.monotonic()
+            loaded += victim_moves(victim, moves // cycles, seconds / cycles, pace)
+            window += time.monotonic() - began
+        note(mode, f"quiet: {summary(quiet)}; loaded: {summary(loaded)}")
         for player in loaders:
             player.finish()
         close_all([victim])
@@ -265,18 +295,22 @@ def report(machine: float, lat: list[dict], tput: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--moves", type=int, default=200, help="victim moves timed per phase")
+    parser.add_argument("--moves", type=int, default=240,
+                        help="victim moves timed quiet, and as many loaded")
     parser.add_argument("--pace", type=float, default=0.05,
                         help="seconds between the victim's moves (spreads them over the load)")
-    parser.add_argument("--seconds", type=float, default=20, help="time per phase at most")
+    parser.add_argument("--seconds", type=float, default=24,
+                        help="quiet (and loaded) time at most, over four turns each")
     parser.add_argument("--only", choices=["threading", "gevent"], action="append")
     parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--root", type=Path, help="the server from another source tree (e.g. "
+                        "a checkout from before issue 19), for a before/after")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     machine = busy_cores()
     modes = [] if args.no_latency else args.only or ["threading", "gevent"]
-    lat = [latency(mode, args.moves, args.seconds, args.pace) for mode in modes]
+    lat = [latency(mode, args.moves, args.seconds, args.pace, args.root) for mode in modes]
     tput: list[dict] = []
     if not args.no_throughput:
         for count in (1, 2, 4):
