@@ -165,7 +165,7 @@ def latency(mode: str, moves: int, seconds: float, pace: float,
             root: Path | None = None, cycles: int = 4) -> dict:
     """The victim's round trips quiet, then beside four ultimate players."""
     note(mode, f"starting the server{f' from {root}' if root else ''}")
-    with AIServer(mode, {}, root) as server:
+    with AIServer(mode, {"TTT_AI_NICE": os.environ.get("TTT_AI_NICE", "19")}, root) as server:
         victim = SyncPlayer(server.url, seed=1)
         victim_moves(victim, 20, 30)  # warm-up
         loaders = [UltimatePlayer(server.url, seed=n) for n in range(4)]
