@@ -234,6 +234,12 @@ def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_ur
         assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
         wait_until(lambda: queue.llen("rq:queue:ttt-ai") == 1, 30, "the search queued in Redis")
         assert not [g for g in ana.pushed("game") if len(g["moves"]) == 2]
+        # Whoever can write to the Redis cannot make a worker run anything but a search.
+        from rq import Queue
+        from rq.serializers import JSONSerializer
+        planted = Queue("ttt-ai", connection=queue, serializer=JSONSerializer).enqueue(
+            "os.remove", str(tmp_path / "canary"))
+        (tmp_path / "canary").write_text("still here")
         with open(tmp_path / "worker.log", "ab") as out:
             worker = subprocess.Popen(
                 [sys.executable, "-m", "ttt", "worker", "--redis", redis_url], cwd=ROOT,
@@ -241,6 +247,10 @@ def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_ur
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         reply = ana.wait_for("game", lambda g: len(g["moves"]) == 2, 60)
         assert reply["moves"][1] // 9 == 4 and reply["turn"] == "X"
+        refused = planted.latest_result(timeout=30)
+        assert refused is not None and refused.type == refused.Type.FAILED
+        assert "only searches" in refused.exc_string
+        assert (tmp_path / "canary").read_text() == "still here"
         assert "Traceback" not in Log(tmp_path / "server.log").since(0)
     finally:
         remotes.close()

@@ -152,6 +152,23 @@ class QueueRunner:
         pass
 
 
+def search_job_class() -> type:
+    """An RQ job that can only be a search: whoever can write to the queue's Redis cannot make
+    a worker call any other function (RQ imports a job's function by its stored name)."""
+    from rq.job import Job
+
+    class SearchJob(Job):
+        @property
+        def func(self):
+            if self.func_name != f"{__name__}.run_task" or self.instance is not None:
+                raise ValueError(f"refused job {self.func_name!r}: this worker only searches")
+            return run_task
+
+        success_callback = failure_callback = stopped_callback = None  # type: ignore
+
+    return SearchJob
+
+
 def work(url: str, queue: str = QUEUE_NAME, burst: bool = False) -> None:
     """`python -m ttt worker`: take searches from the Redis queue (no web server here)."""
     from redis import Redis
@@ -159,7 +176,8 @@ def work(url: str, queue: str = QUEUE_NAME, burst: bool = False) -> None:
     from rq.serializers import JSONSerializer
 
     # SimpleWorker runs each job in this process: no fork per job, the tables stay warm.
-    worker = SimpleWorker([queue], connection=Redis.from_url(url), serializer=JSONSerializer)
+    worker = SimpleWorker([queue], connection=Redis.from_url(url), serializer=JSONSerializer,
+                          job_class=search_job_class())
     worker.work(burst=burst, logging_level="WARNING")
 
 
