@@ -119,6 +119,27 @@ def test_a_full_queue_answers_busy_to_evaluations_and_still_takes_moves(pooled):
     assert hinted["ok"] and hinted["best"] and table.thinker.searches == searches  # cached
 
 
+def test_joining_while_the_ai_thinks_shares_its_search(pooled):
+    table = get_table(pooled)
+    held = Held()
+    table.thinker = Scheduler([held])
+    ana = player(pooled)
+    game = call(ana, "new_game", **HARD)["game"]
+    call(ana, "move", game=game["id"], cell=40)
+    assert held.started.acquire(timeout=30)
+    for _ in range(3):  # a reload, another tab, a reconnect: no second search
+        joined = call(ana, "join", game=game["id"])
+        assert joined["ok"] and joined["game"]["turn"] == "O"
+    held.go.release()
+    seen: list = []
+    wait_until(lambda: any(len(g["moves"]) == 2 for g in pushed_games(ana, seen)),
+               what="the AI's reply")
+    # A second search would be queued or held on the worker now (Held never lets it end).
+    assert table.thinker.searches == 1
+    assert table.thinker._queued == 0 and not table.thinker._running
+    assert len(table.store.get(game["id"]).moves) == 2
+
+
 def test_a_repeated_analysis_costs_no_second_search(pooled):
     ana = player(pooled)
     game = call(ana, "new_game", mode="local", variant="ultimate")["game"]
