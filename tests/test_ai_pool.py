@@ -135,6 +135,7 @@ def test_joining_while_the_ai_thinks_shares_its_search(pooled):
     wait_until(lambda: any(len(g["moves"]) == 2 for g in pushed_games(ana, seen)),
                what="the AI's reply")
     # A second search would be queued or held on the worker now (Held never lets it end).
+    wait_until(lambda: not table.thinker._by_key, what="the search done with")
     assert table.thinker.searches == 1
     assert table.thinker._queued == 0 and not table.thinker._running
     assert len(table.store.get(game["id"]).moves) == 2

@@ -302,20 +302,23 @@ class Scheduler:
             self._finish(ticket, result, error)
 
     def _finish(self, ticket: Ticket, result: Any, error: str | None) -> None:
+        ticket.result, ticket.error = result, error
         with self._lock:
             self.searches += error is None
-            self._running.discard(ticket.owner)
-            self._by_key.pop(ticket.key, None)
             if error is None and ticket.task.kind == "analyze":
                 self._cache.put(ticket.key, result)
-            self._lock.notify_all()
-        ticket.result, ticket.error = result, error
         ticket._done.set()
         for callback in ticket.callbacks:
             try:
                 callback(ticket)
             except Exception:  # the driver must outlive any one landing
                 log.exception("landing a search failed")
+        # Only now may the same game and rev be asked again: the move has landed (a new rev),
+        # so a `join` in between shares this ticket rather than starting a second search.
+        with self._lock:
+            self._running.discard(ticket.owner)
+            self._by_key.pop(ticket.key, None)
+            self._lock.notify_all()
 
     def close(self) -> None:
         """Stop the drivers and the workers."""
