@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test lint bench bench-bots bench-deploy bench-server capacity load system clean
+.PHONY: run test lint bench bench-ai-load bench-bots bench-deploy bench-server capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -61,6 +61,11 @@ capacity: $(STAMP)
 # gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
 bench-deploy: $(STAMP) system
 	$(PY) scripts/bench_deploy.py
+
+# A classic player's round trips quiet and beside ultimate hard searches, threading and gevent;
+# ultimate hard moves/s with 1, 2, 4 worker processes and through the Redis queue (issue 19).
+bench-ai-load: $(STAMP) system
+	$(PY) -m bench.ai_load $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts

@@ -13,6 +13,7 @@ def app():
     app = create_app({"TESTING": True, "SECRET_KEY": "test-secret", "TTT_STORE": "memory://",
                       "TTT_RATE_LIMIT": 0})
     yield app
+    app.extensions["ttt_table"].thinker.close()  # its worker processes, if it started any
     app.extensions["ttt_store"].close()
 
 

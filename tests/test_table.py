@@ -9,6 +9,7 @@ import pytest
 
 from ttt.store import open_store
 from ttt.table import Limits, Reply, Table, room
+from ttt.thinker import Inline, Scheduler
 from ttt.web.presence import MemorySeats, Presence
 
 
@@ -494,11 +495,12 @@ def test_an_ultimate_game_against_the_ai_sends_the_opponent_to_the_matching_boar
     assert game["variant"] == "ultimate" and len(game["board"]) == 81
     assert game["boards"] == "........." and game["next"] is None
     assert ana.code("move", game=game["id"], cell=81) == "bad_request"
+    published: list = []
+    table.publish = published.extend  # where the AI's move is pushed when a worker finds it
     first = ana("move", game=game["id"], cell=40)  # the centre of the centre board
-    assert first.then is not None  # the AI thinks after the move is shown
-    shown = {p.room: p.body() for p in first.pushes}
-    assert shown[room(game["id"], "X")]["moves"] == [40]
-    answer = first.then().answer
+    shown = {p.room: p.body() for p in published}
+    assert shown[room(game["id"], "X")]["moves"][0] == 40  # the reply is pushed to the mover
+    answer = first.answer  # the inline thinker has already played: the answer carries both
     assert answer["ok"] and answer["played"]["moves"] == [40]
     reply = answer["game"]["moves"][-1]
     assert len(answer["game"]["moves"]) == 2 and reply // 9 == 4  # sent to board 4
@@ -524,11 +526,35 @@ def test_an_ultimate_friend_game_and_its_rematch_keep_the_variant(table):
     assert fresh["variant"] == "ultimate" and fresh["boards"] == "........."
 
 
+class Stalled(Scheduler):
+    """A thinker whose workers never start: the process stops while the AI thinks."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def _start(self) -> None:
+        pass
+
+
 def test_a_stuck_ai_turn_is_played_when_someone_joins(table):
     """A process that stopped while the ultimate AI was thinking leaves its turn; join heals."""
+    table.thinker = Stalled()
     ana = Person(table)
     game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
-    ana("move", game=game["id"], cell=40)  # the AI's thinking (`then`) never runs
+    moved = ana.ok("move", game=game["id"], cell=40).answer["game"]  # answered before the AI
+    assert moved["moves"] == [40] and moved["turn"] == "O" and moved["budget"] == 0.1
     assert len(table.store.get(game["id"]).moves) == 1
+    table.thinker = Inline()  # the next process: its join plays the stuck turn
     healed = ana.ok("join", game=game["id"]).answer["game"]
     assert len(healed["moves"]) == 2 and healed["turn"] == "X"
+
+
+def test_a_restart_asks_again_for_every_ai_move_left_waiting(table):
+    table.thinker = Stalled()
+    ana = Person(table)
+    game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
+    ana.ok("move", game=game["id"], cell=40)
+    ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate")  # X to move: none
+    table.thinker = Inline()
+    assert table.resume() == 1
+    assert len(table.store.get(game["id"]).moves) == 2

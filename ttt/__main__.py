@@ -1,4 +1,4 @@
-"""The command line: `python -m ttt stats | arena | bench | bot`."""
+"""The command line: `python -m ttt stats | arena | bench | worker | bot`."""
 
 from __future__ import annotations
 
@@ -212,6 +212,23 @@ def _ultimate_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Search for servers on other machines: take tasks from the Redis queue until stopped."""
+    import os
+
+    from ttt import workers
+
+    url = args.redis or os.environ.get("TTT_AI_QUEUE")
+    if not url or not url.startswith(("redis://", "rediss://", "unix://")):
+        print("ttt: error: give the queue's Redis: --redis redis://host:6379/0 "
+              "(or TTT_AI_QUEUE)", file=sys.stderr)
+        return 2
+    print(f"searching for the queue {workers.QUEUE_NAME!r} on {url.split('@')[-1]}",
+          file=sys.stderr, flush=True)
+    workers.work(url, burst=args.burst)  # RQ stops on Ctrl-C or SIGTERM after the search
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m ttt", description="Tic-tac-toe engine tools.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -240,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     from ttt.bots import cli as bot_cli
 
     bot_cli.add_parser(sub)
+    worker = sub.add_parser("worker", help="run AI searches from the Redis queue (TTT_AI_QUEUE) "
+                                           "for servers on other machines; no web server")
+    worker.add_argument("--redis", metavar="URL", help="the queue's Redis (default: "
+                                                        "TTT_AI_QUEUE)")
+    worker.add_argument("--burst", action="store_true", help="stop when the queue is empty")
+    worker.set_defaults(run=cmd_worker)
     args = parser.parse_args(argv)
     return args.run(args)
 

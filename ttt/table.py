@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ttt.bots import is_bot_player
@@ -27,7 +28,6 @@ from ttt.match import (
     Match,
     MatchError,
     abort,
-    ai_move,
     ai_plays,
     ai_reply,
     ai_to_move,
@@ -47,11 +47,13 @@ from ttt.match import (
     time_out,
 )
 from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
-from ttt.store import CapReached, Caps, Store, Update
+from ttt.store import CapReached, Caps, Store, StoreUnavailable, Update
+from ttt.thinker import Busy, Inline, Task, Thinker, Ticket
 from ttt.variants import VARIANTS
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 ROLES = ("X", "O", "both", "spectator")
+log = logging.getLogger("ttt.table")
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,14 @@ class Table:
 
     def __init__(self, store: Store, presence: Any, clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None, limits: Limits | None = None,
-                 salt: bytes = b"") -> None:
+                 salt: bytes = b"", thinker: Thinker | None = None) -> None:
         self.store = store
+        # Every slow search goes through the thinker (worker processes in the app); without
+        # one it runs inline, on the caller's thread (unit tests, the command line).
+        self.thinker: Thinker = thinker or Inline()
+        # Where pushes made off any event go (an AI move landing later): set by the web layer.
+        self.publish: Callable[[list[Push]], None] = lambda pushes: None
+        self.answer_wait = 5.0  # seconds an `analyze` or hint may wait for a worker
         self._salt = salt[:64]
         self.presence = presence
         self.clock = clock
@@ -183,6 +191,10 @@ class Table:
         bots = [m for m in SIDES if is_bot_player(match.seats[m])]
         if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
             game["bot_seats"] = bots
+        if match.mode == "ai" and match.level and not match.rules.instant_ai:
+            # The AI's seconds this move: less than its level's when the workers are busy.
+            game["budget"] = self.thinker.budget_of(match.id) or getattr(
+                match.rules.player(match.level), "seconds", None)
         return game
 
     @staticmethod
@@ -296,7 +308,7 @@ class Table:
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
                        moves=moves, clock=clock, name=name, origin=self.origin(conn.address),
-                       variant=variant)
+                       variant=variant, think=rules.instant_ai)
         limits = self.limits
         try:
             self.store.create(match, Caps(limits.live_per_player, limits.live_total,
@@ -304,6 +316,8 @@ class Table:
         except CapReached as cap:
             raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
                              else "the server is full; try again in a moment") from None
+        if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
+            return self._enter_thinking(sid, self._think_later(match), player)
         return self._enter(sid, match, player)
 
     def join(self, sid: str, payload: dict) -> Reply:
@@ -321,8 +335,8 @@ class Table:
             if match is None:
                 return Reply({"ok": True, "game": None, "you": "spectator",
                               "record": self.store.record(player)})
-        if ai_to_move(match):  # a process stopped while the AI was thinking: it thinks again
-            match = self._think(match)[1]
+        if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
+            return self._enter_thinking(sid, self._think_later(match), player)
         return self._enter(sid, match, player)
 
     def move(self, sid: str, payload: dict) -> Reply:
@@ -350,12 +364,9 @@ class Table:
         if late:
             return Reply(refusal("game_over", "your time ran out"), self._changed(after, credits))
         if ai_to_move(after):
-            # A slow AI thinks outside the transaction; everyone, the mover too, sees the
-            # move at once, and the answer follows the reply as the contract says.
-            now_shown = [Push(p.event, p.room, p.payload, skip_sender=False)
-                         for p in self._changed(after, credits)]
-            return Reply({}, now_shown, then=lambda: self._answer_move(
-                player, played[-1], *self._think(after)))
+            # A slow AI thinks in a worker: the answer carries the move now (and the reply,
+            # if it is already in), and the reply follows as a `game` push.
+            return self._answer_move(player, played[-1], before, self._think_later(after))
         return self._answer_move(player, played[-1], before, after)
 
     def _answer_move(self, player: str, played: Match, before: Match, after: Match) -> Reply:
@@ -369,17 +380,93 @@ class Table:
         return Reply(answer, self._changed(after, credits))
 
     def _think(self, match: Match) -> tuple[Match, Match]:
-        """The AI's move in `match`, chosen outside any transaction, then landed if nothing
-        changed meanwhile; (the match before the AI's move, the match after it)."""
-        cell = ai_move(match, self.rng)
+        """The AI's move in `match`, waited for; (the match before it, the match after it)."""
+        ticket = self._ask_ai(match)
+        ticket.wait()
+        return match, self.store.get(match.id) or match
+
+    def _think_later(self, match: Match) -> Match:
+        """Ask a worker for the AI's move in `match`, landed (and pushed) when it comes; the
+        match as it is now (with the reply already, when the search ran inline)."""
+        ticket = self._ask_ai(match)
+        if not ticket.done():
+            return match
+        return self.store.get(match.id) or match
+
+    def _enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+        """Enter a game whose AI may still be thinking: once the connection is in the game's
+        room (the web layer joins it, then calls `then`), the answer is read again, so a
+        reply that landed in between is in it, and any later one reaches it as a push."""
+        reply = self._enter(sid, match, player, **extra)
+        if not ai_to_move(match):
+            return reply
+
+        def caught_up() -> Reply:
+            now = self.store.get(match.id)
+            if now is not None and now.rev != match.rev:
+                reply.answer["game"] = self.view(now, now.role(player))
+            return Reply(reply.answer)
+
+        reply.then = caught_up
+        return reply
+
+    def _ask_ai(self, match: Match) -> Ticket:
+        """The search for the AI's move at this rev: queued once, whoever asks again."""
+        owner = (match.humans() or [match.id])[0]  # one search at a time per person
+        task = Task("move", match.variant, tuple(match.moves), match.level,
+                    self.rng.getrandbits(63))
+        return self.thinker.move(task, owner, match.origin or "", match.id, match.rev,
+                                 functools.partial(self._land, match))
+
+    def _land(self, match: Match, ticket: Ticket) -> None:
+        """Play the worker's cell if the game is still where it was asked (compare-and-set on
+        rev: a retried or repeated search never plays twice); push it to everyone."""
+        if ticket.error is not None:
+            log.warning("the AI's move in %s was not found: %s", match.id, ticket.error)
+            return
+        cell = ticket.result
 
         def change(current: Match) -> Match | Update:
             if current.rev != match.rev:  # someone got in first: leave it as it is
                 return current
             after = ai_plays(current, cell, self.clock())
+            if not current.moves:  # the AI's opening move leaves a new game untouched
+                after = replace(after, updated=current.updated)
             return Update(after, self._credits(current, after))
 
-        return self._update(match.id, change)
+        try:
+            changed = self.store.update(match.id, change)
+        except (MatchError, StoreUnavailable) as error:  # a join or a restart plays it later
+            log.warning("the AI's move in %s did not land: %s", match.id, error)
+            return
+        if changed and changed[1].rev != changed[0].rev:
+            self.publish(self._changed(changed[1], self._credits(*changed)))
+
+    def resume(self) -> int:
+        """Ask for every AI move that was waiting when a process stopped; how many."""
+        asked = 0
+        for game_id in self.store.live_ids():
+            match = self.store.get(game_id)
+            if match is not None and ai_to_move(match):
+                self._ask_ai(match)
+                asked += 1
+        return asked
+
+    def _judge(self, sid: str, player: str, variant: str, moves: tuple[int, ...]) -> dict:
+        """A position's evaluation: in-process for classic (microseconds), else from the
+        thinker's cache or a worker; `busy` rather than a long wait."""
+        rules = VARIANTS[variant]
+        if rules.instant_ai:
+            return rules.analyze(rules.from_moves(moves))
+        conn = self.presence.connection(sid)
+        address = (self.origin(conn.address) if conn else None) or ""
+        try:
+            ticket = self.thinker.analyze(Task("analyze", variant, moves), player, address)
+        except Busy:
+            raise MatchError("busy", "the AI is busy; try again in a moment") from None
+        if not ticket.wait(self.answer_wait) or ticket.error is not None:
+            raise MatchError("busy", "the AI is busy; try again in a moment")
+        return ticket.result
 
     def analyze(self, sid: str, payload: dict) -> Reply:
         match = self._load(game_id_of(payload))
@@ -387,8 +474,9 @@ class Table:
             raise MatchError("not_allowed", "no analysis while a game against a friend is on")
         ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
         rules = match.rules
-        board = match.board if ply is None else rules.from_moves(match.moves[:ply])
-        answer = {"ok": True, "analysis": rules.analyze(board), "version": len(match.moves),
+        moves = tuple(match.moves if ply is None else match.moves[:ply])
+        answer = {"ok": True, "analysis": self._judge(sid, self._player(sid), match.variant, moves),
+                  "version": len(match.moves),
                   "ply": len(match.moves) if ply is None else ply}
         if match.is_over:
             answer.update(rules.review(match.moves))
@@ -396,9 +484,12 @@ class Table:
 
     def hint(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
-        before, match = self._update(game_id_of(payload), lambda m: hint(m, player, self.clock()))
+        asked = hint(self._load(game_id_of(payload)), player, self.clock())  # refusals first
+        judged = self._judge(sid, player, asked.variant, tuple(asked.moves))  # counted once found
+        before, match = self._update(asked.id, lambda m: hint(m, player, self.clock()))
+        if match.moves != asked.moves:  # a move got in while the search ran: judge this one
+            judged = self._judge(sid, player, match.variant, tuple(match.moves))
         pushes = self.game_pushes(match) if match.rev != before.rev else []
-        judged = match.rules.analyze(match.board)
         return Reply({"ok": True, "game": self.view(match, match.role(player)),
                       "best": judged["best"], "advice": judged.get("advice", "")}, pushes)
 
@@ -435,9 +526,10 @@ class Table:
             continued = old.rev != before.rev
         assert old.rematch_id is not None
         fresh = self._load(old.rematch_id)
-        if ai_to_move(fresh):  # a slow AI opens the rematch outside the transaction
-            fresh = self._think(fresh)[1]
-        reply = self._enter(sid, fresh, player, started=True)
+        if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
+            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
+        else:
+            reply = self._enter(sid, fresh, player, started=True)
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
             reply.pushes.extend(self.game_pushes(old))
         # Everyone who saw the old game follows: each side now sits at the other.

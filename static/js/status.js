@@ -39,6 +39,7 @@ const REFUSALS = {
   timeout: "The server did not answer — try again",
   offline: "You are offline — reconnecting…",
   bad_answer: "The server sent something odd — try again",
+  busy: "The AI is busy — try again in a moment",
 };
 
 const NOTICE_MS = 4500;

@@ -107,6 +107,9 @@ class ProfileStore(Protocol):
 class Housekeeping(Protocol):
     """The server's own rounds: clocks that ran out, purges, health."""
 
+    def live_ids(self) -> list[str]:
+        """Every unfinished game's id (start-up: the AI moves that were waiting)."""
+
     def due(self, now: float) -> list[str]:
         """The ids of timed games whose side on move ran out of time by `now`."""
 

@@ -85,6 +85,10 @@ class MemoryStore:
             return sorted(gid for gid, m in self._games.items()
                           if not m.is_over and player_id in m.seats.values())
 
+    def live_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(gid for gid, m in self._games.items() if not m.is_over)
+
     def due(self, now: float) -> list[str]:
         with self._lock:
             return sorted(gid for gid, m in self._games.items()

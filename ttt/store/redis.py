@@ -221,6 +221,10 @@ class RedisStore:
         return sorted(self.redis.zrange(_live_of(player_id), 0, -1))
 
     @unavailable_on_redis_errors
+    def live_ids(self) -> list[str]:
+        return self.redis.zrange(LIVE, 0, -1)
+
+    @unavailable_on_redis_errors
     def due(self, now: float) -> list[str]:
         return self.redis.zrangebyscore(DEADLINES, "-inf", now)
 

@@ -323,6 +323,10 @@ class SqliteStore:
         with self._conn() as conn:
             return sorted(row[0] for row in conn.execute(LIVE_OF, {"p": player_id}))
 
+    def live_ids(self) -> list[str]:
+        with self._conn() as conn:
+            return [row[0] for row in conn.execute("SELECT id FROM games WHERE live = 1")]
+
     def due(self, now: float) -> list[str]:
         with self._conn() as conn:
             return [row[0] for row in conn.execute(

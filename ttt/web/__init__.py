@@ -13,6 +13,7 @@ from flask import Flask, current_app
 from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
 
+from ttt import workers
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
-    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL"):
+    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_AI_QUEUE"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
@@ -32,7 +33,7 @@ def _env_config() -> dict[str, Any]:
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
-                "TTT_BOT_MAX_GAMES"):
+                "TTT_BOT_MAX_GAMES", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX"):
         if env.get(key):
             config[key] = int(env[key])
     if env.get("TTT_TRUSTED_PROXIES"):
@@ -124,6 +125,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         TTT_FINISHED_TTL=7 * 24 * 3600,    # finished games stay replayable for a week
         TTT_IDLE_TTL=30 * 24 * 3600,       # a game nobody touched for 30 days is abandoned
         TTT_PURGE_EVERY=600,
+        TTT_AI_WORKERS=None,               # search processes: None, the cores but one; 0 inline
+        TTT_AI_QUEUE=None,                 # redis://...: searches go to `python -m ttt worker`s
+        TTT_AI_QUEUE_MAX=None,             # queued evaluations before `busy` (4 per worker)
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_SECURE=False,
@@ -166,7 +170,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         # TTT_RATE_LIMIT=0 is for benchmarks and trusted bots: no limit on creations either.
         creations_per_minute=(float(app.config["TTT_CREATE_RATE"])
                               if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
-        salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest())
+        salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest(),
+        thinker=workers.build(app.config))
 
     from ttt.web import events, pages, transport
 
@@ -236,8 +241,16 @@ def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
             except Exception as error:  # a store outage must not end the loop
                 log.warning("housekeeping failed: %s", error)
 
+    def resume() -> None:
+        try:  # the AI moves a stopped process left waiting: asked again, pushed when found
+            if (asked := table.resume()):
+                log.info("asked again for %d AI moves left waiting", asked)
+        except Exception as error:  # a store outage: a join still plays a stuck turn
+            log.warning("waiting AI moves not resumed: %s", error)
+
     socketio.start_background_task(clocks)
     socketio.start_background_task(loop)
+    socketio.start_background_task(resume)
 
 
 def get_store() -> Store:

@@ -102,6 +102,8 @@ def register(socketio: SocketIO, table: Table, config: Any) -> None:
 
     for name in Table.EVENTS:
         server.on(name, adapter(name), namespace="/")
+    # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
+    table.publish = functools.partial(emit_all, socketio)
 
     # python-socketio does not reserve the names "connect" and "disconnect": a client can
     # emit events so named and reach these handlers. Each checks that the call is the real

@@ -1,0 +1,205 @@
+"""Where searches run: worker processes on this machine, or workers on others through Redis.
+
+A `ProcessRunner` owns one child process (`python -m ttt.workers`) that reads one task a line
+on its stdin and answers one JSON line on its stdout. A child that dies (kill -9) is seen as
+an end of file: the runner raises WorkerLost (the scheduler retries the task) and starts a
+fresh child for the next one. The child exits when its stdin closes, so it never outlives
+the server, however the server ends.
+
+A `QueueRunner` hands the task to RQ on Redis and blocks (cooperatively under gevent: the
+Redis client's socket is patched) on its result; `python -m ttt worker` runs the other end,
+an RQ SimpleWorker that searches in its own process, so nothing is forked per search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from ttt.thinker import Scheduler, WorkerLost, search
+
+log = logging.getLogger("ttt.workers")
+QUEUE_NAME = "ttt-ai"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ProcessRunner:
+    """One worker process on this machine, started on first use and again after a crash."""
+
+    def __init__(self) -> None:
+        self._child: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child else None
+
+    def _spawn(self) -> subprocess.Popen:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        return subprocess.Popen([sys.executable, "-m", "ttt.workers"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
+
+    def run(self, task: dict[str, Any], seconds: float) -> Any:
+        with self._lock:
+            if self._child is None or self._child.poll() is not None:
+                self._child = self._spawn()
+            child = self._child
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            child.stdin.write(json.dumps({"task": task, "seconds": seconds}).encode() + b"\n")
+            child.stdin.flush()
+            line = child.stdout.readline()
+        except (BrokenPipeError, OSError, ValueError) as error:
+            line, why = b"", str(error)
+        else:
+            why = "end of file"
+        if not line:
+            self._bury(child)
+            raise WorkerLost(f"worker {child.pid}: {why}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["result"]
+
+    def _bury(self, child: subprocess.Popen) -> None:
+        """A dead (or broken) child: reap it, so the next run starts a fresh one."""
+        try:
+            child.kill()
+            child.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for pipe in (child.stdin, child.stdout):
+            with contextlib.suppress(OSError):
+                pipe and pipe.close()
+        with self._lock:
+            if self._child is child:
+                self._child = None
+
+    def close(self) -> None:
+        with self._lock:
+            child, self._child = self._child, None
+        if child is not None:
+            self._bury(child)
+
+
+def serve_stdin() -> None:
+    """The worker process: one task a line in, one answer a line out, until stdin closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server's Ctrl-C ends it by closing stdin
+    # Last in the CPU's queue (nice 19, TTT_AI_NICE): on a machine with few cores the searches
+    # take what the serving loop leaves, so a classic move never waits behind a search (their
+    # budgets are wall-clock: a starved search plays a weaker move in time, never a late one).
+    # Measured in `make bench-ai-load`: at nice 5 the loaded p99 was 140 ms, at 19 48 ms.
+    with contextlib.suppress(OSError, ValueError):
+        os.nice(int(os.environ.get("TTT_AI_NICE", "19")))
+    for line in sys.stdin.buffer:
+        try:
+            asked = json.loads(line)
+            answer = {"result": search(asked["task"], float(asked["seconds"]))}
+        except Exception as error:  # a bad task is answered, never a dead worker
+            answer = {"error": f"{type(error).__name__}: {error}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+# --- many machines: RQ on Redis ----------------------------------------------------------------
+
+def run_task(task: dict[str, Any], seconds: float) -> Any:
+    """The RQ job: a search, in whichever worker picks it up."""
+    return search(task, seconds)
+
+
+class QueueRunner:
+    """One search at a time through RQ: enqueue, then block on the result stream."""
+
+    def __init__(self, url: str, queue: str = QUEUE_NAME) -> None:
+        from redis import Redis
+        from rq import Queue
+        from rq.serializers import JSONSerializer
+
+        # JSON, not pickle: a job's payload is only ever data.
+        self._queue = Queue(queue, connection=Redis.from_url(url),
+                            serializer=JSONSerializer)
+
+    def workers(self) -> int:
+        """How many `python -m ttt worker`s listen on the queue now."""
+        from rq import Worker
+
+        return Worker.count(queue=self._queue)
+
+    def run(self, task: dict[str, Any], seconds: float) -> Any:
+        from rq.results import Result
+
+        job = self._queue.enqueue(run_task, task, seconds, job_timeout=int(seconds) + 30,
+                                  result_ttl=60, failure_ttl=300, ttl=120)
+        result = job.latest_result(timeout=int(seconds) + 60)
+        if result is None:  # no worker took it, or the one that did died: search again
+            job.cancel()
+            raise WorkerLost(f"no answer from the queue for job {job.id}")
+        if result.type != Result.Type.SUCCESSFUL:
+            raise RuntimeError(f"job {job.id}: {result.type.name}: {result.exc_string}")
+        return result.return_value
+
+    def close(self) -> None:
+        pass
+
+
+def search_job_class() -> type:
+    """An RQ job that can only be a search: whoever can write to the queue's Redis cannot make
+    a worker call any other function (RQ imports a job's function by its stored name)."""
+    from rq.job import Job
+
+    class SearchJob(Job):
+        @property
+        def func(self):
+            if self.func_name != f"{__name__}.run_task" or self.instance is not None:
+                raise ValueError(f"refused job {self.func_name!r}: this worker only searches")
+            return run_task
+
+        success_callback = failure_callback = stopped_callback = None  # type: ignore
+
+    return SearchJob
+
+
+def work(url: str, queue: str = QUEUE_NAME, burst: bool = False) -> None:
+    """`python -m ttt worker`: take searches from the Redis queue (no web server here)."""
+    from redis import Redis
+    from rq import SimpleWorker
+    from rq.serializers import JSONSerializer
+
+    # SimpleWorker runs each job in this process: no fork per job, the tables stay warm.
+    worker = SimpleWorker([queue], connection=Redis.from_url(url), serializer=JSONSerializer,
+                          job_class=search_job_class())
+    worker.work(burst=burst, logging_level="WARNING")
+
+
+def build(config: dict[str, Any]) -> Scheduler:
+    """The thinker for an app: `TTT_AI_QUEUE` (redis://) sends searches to remote workers;
+    else `TTT_AI_WORKERS` processes here (0: search inline, for tests that say so)."""
+    from ttt.thinker import Inline
+
+    queue_url = config.get("TTT_AI_QUEUE")
+    workers = config.get("TTT_AI_WORKERS")
+    if workers is None:  # here: the cores but one for the server; remote: searches in flight
+        workers = 4 if queue_url else max(1, (os.cpu_count() or 2) - 1)
+    workers = int(workers)
+    max_queue = config.get("TTT_AI_QUEUE_MAX")
+    limit = int(max_queue) if max_queue else None
+    if queue_url:
+        runners = [QueueRunner(queue_url) for _ in range(max(1, workers))]
+        return Scheduler(list(runners), max_queue=limit, capacity=runners[0].workers)
+    if workers == 0:
+        return Inline()
+    return Scheduler([ProcessRunner() for _ in range(workers)], max_queue=limit)
+
+
+if __name__ == "__main__":
+    serve_stdin()
