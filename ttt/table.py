@@ -422,7 +422,9 @@ class Table:
     def _think(self, match: Match) -> tuple[Match, Match]:
         """The AI's move in `match`, chosen outside any transaction, then landed if nothing
         changed meanwhile; (the match before the AI's move, the match after it)."""
+        started = time.perf_counter()
         cell = ai_move(match, self.rng)
+        self.searched(time.perf_counter() - started)
 
         def change(current: Match) -> Match | Update:
             if current.rev != match.rev:  # someone got in first: leave it as it is
@@ -603,6 +605,9 @@ class Table:
             if changed and changed[1].rev != changed[0].rev:
                 pushes += self.game_pushes(changed[1])
         return pushes
+
+    # Told how long each AI search took (the web layer's metrics); nothing by default.
+    searched: Callable[[float], None] = staticmethod(lambda seconds: None)
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
               "abort", "claim", "set_name", "react")

@@ -15,7 +15,9 @@ from socketio import packet as socketio_packet
 
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
+from ttt.web import logs
 from ttt.web.guard import Guard
+from ttt.web.metrics import MeteredStore, Metrics, observe_search
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
-    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL"):
+    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_METRICS_TOKEN",
+                "TTT_METRICS_BIND"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
@@ -150,10 +153,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         Path(app.instance_path).mkdir(parents=True, exist_ok=True)
         app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
 
-    app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"],
+    if not app.testing:
+        logs.configure()  # the one place a served process sets up its logging
+    app.extensions["ttt_metrics"] = metrics = Metrics()
+    app.extensions["ttt_store"] = store = open_store(app.config["TTT_STORE"],
                                              finished_ttl=app.config["TTT_FINISHED_TTL"],
                                              idle_ttl=app.config["TTT_IDLE_TTL"],
                                              untouched_ttl=app.config["TTT_UNTOUCHED_TTL"])
+    app.extensions["ttt_store"] = MeteredStore(store, metrics)
     shared = app.config["TTT_MESSAGE_QUEUE"] or (
         app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
     presence = Presence(RedisSeats(shared) if shared else MemorySeats(),
@@ -172,8 +179,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         creations_per_minute=(float(app.config["TTT_CREATE_RATE"])
                               if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
         salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest())
+    app.extensions["ttt_table"].searched = observe_search
 
-    from ttt.web import events, pages
+    from ttt.web import drain, events, pages
 
     app.register_blueprint(pages.bp)
     socketio = SocketIO(
@@ -192,7 +200,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         async_handlers=False,
         # cors_allowed_origins left at its default: same origin only.
     )
-    events.register(socketio, app.extensions["ttt_table"], app.config)
+    events.register(socketio, app.extensions["ttt_table"], app.config,
+                    watch=drain.install(app, socketio).watch)
     # In front of Flask-SocketIO's own middleware, so it sees every Engine.IO request first.
     app.wsgi_app = Guard(app.wsgi_app, app.config["TTT_MAX_MESSAGE_BYTES"],  # type: ignore
                          app.config["SESSION_COOKIE_NAME"])

@@ -1,0 +1,130 @@
+"""The production front of deploy/ on loopback: redis, two gunicorn gevent processes, nginx.
+
+`make test-deploy`. The files are deploy/'s own (tests/stack.py changes only ports and paths).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+import requests
+
+from tests.servers import RedisServer, Remote, close_all, need_binary
+from tests.stack import METRICS_TOKEN, Gunicorn, Nginx, player
+
+pytestmark = [pytest.mark.deploy, pytest.mark.server, pytest.mark.redis]
+
+DRAW = [0, 4, 1, 2, 6, 3, 5, 8, 7]  # a whole game, nine moves, no line
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """redis + two gunicorn processes + nginx; everything stopped whatever happens."""
+    nginx_binary = need_binary("nginx")
+    redis_binary = need_binary("redis-server")
+    work = tmp_path_factory.mktemp("deploy")
+    started: list = []
+    try:
+        redis = RedisServer(redis_binary, work)
+        started.append(redis)
+        env = {"TTT_STORE": redis.url, "TTT_MESSAGE_QUEUE": redis.url,
+               "TTT_SECRET_KEY": "deploy-test-secret", "TTT_METRICS_TOKEN": METRICS_TOKEN,
+               "TTT_TRUSTED_PROXIES": "127.0.0.1", "TTT_DRAIN_SECONDS": "15",
+               # every simulated player shares 127.0.0.1: lift the per-address limits
+               "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000"}
+        backends = []
+        for i in (1, 2):
+            backends.append(Gunicorn(env, work / f"gunicorn{i}.log"))
+            started.append(backends[-1])
+            backends[-1].start()
+        nginx = Nginx(nginx_binary, work / "nginx", [b.port for b in backends])
+        started.append(nginx)
+        yield nginx, backends, work
+    finally:
+        for thing in reversed(started):
+            thing.stop()
+    for i in (1, 2):
+        assert "Traceback" not in (work / f"gunicorn{i}.log").read_text()
+
+
+def connections(backend: Gunicorn) -> int:
+    found = re.search(r"^ttt_connections (\S+)$", backend.metrics(), re.M)
+    return int(float(found.group(1)))
+
+
+def players_on_both(nginx, backends, transports, made: list) -> tuple[Remote, Remote]:
+    """Two players through nginx whose connections landed on different processes."""
+    by_backend: dict[int, Remote] = {}
+    for _ in range(30):
+        before = [connections(b) for b in backends]
+        remote = player(nginx.url, transports)
+        made.append(remote)
+        deadline = time.monotonic() + 10
+        while (after := [connections(b) for b in backends]) == before:
+            assert time.monotonic() < deadline, "the new connection shows on no process"
+            time.sleep(0.05)
+        landed = next(i for i, (a, b) in enumerate(zip(after, before, strict=True)) if a > b)
+        by_backend.setdefault(landed, remote)
+        if len(by_backend) == 2:
+            return by_backend[0], by_backend[1]
+    raise AssertionError("30 players, all on one process: the front is not balancing")
+
+
+def test_health_and_security_headers_through_the_front(stack):
+    nginx, _, _ = stack
+    health = requests.get(nginx.url + "/healthz", timeout=10)
+    assert health.status_code == 200 and health.json() == {"ok": True}
+    page = requests.get(nginx.url + "/", timeout=10)
+    assert page.status_code == 200
+    headers = page.headers
+    assert headers["Strict-Transport-Security"].startswith("max-age=")
+    assert "camera=()" in headers["Permissions-Policy"]
+    assert headers["Cross-Origin-Opener-Policy"] == "same-origin"
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]  # the app's own
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert "nginx/" not in headers.get("Server", "")
+
+
+def test_metrics_are_not_public_through_the_front(stack):
+    nginx, backends, _ = stack
+    assert requests.get(nginx.url + "/metrics", timeout=10).status_code == 404
+    answer = requests.get(nginx.url + "/metrics", timeout=10,
+                          headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert answer.status_code == 404
+    assert "ttt_events_total" in backends[0].metrics()
+
+
+def test_an_oversized_body_is_refused_at_the_front(stack):
+    nginx, _, _ = stack
+    answer = requests.post(nginx.url + "/socket.io/?EIO=4&transport=polling",
+                           data="4" + "x" * 5000, timeout=10)
+    assert answer.status_code == 413
+
+
+@pytest.mark.parametrize("transports", [["websocket"], ["polling"]], ids=["websocket", "polling"])
+def test_two_processes_play_a_friend_game_through_the_front(stack, transports):
+    nginx, backends, _ = stack
+    made: list[Remote] = []
+    try:
+        alice, bob = players_on_both(nginx, backends, transports, made)
+        carol = next(r for r in made if r not in (alice, bob)) if len(made) > 2 else None
+        if carol is None:
+            carol = player(nginx.url, transports)
+            made.append(carol)
+        game = alice.call("new_game", {"mode": "friend", "you": "X"}, timeout=10)["game"]
+        assert bob.call("join", {"game": game["id"]}, timeout=10)["you"] == "O"
+        assert carol.call("join", {"game": game["id"]}, timeout=10)["you"] == "spectator"
+        for ply, cell in enumerate(DRAW, start=1):
+            mover, watcher = (alice, bob) if ply % 2 else (bob, alice)
+            answer = mover.call("move", {"game": game["id"], "cell": cell}, timeout=10)
+            assert answer["ok"] and answer["game"]["version"] == ply, answer
+            seen = watcher.wait_for("game", lambda g, n=ply: g["version"] == n, timeout=10)
+            assert seen["moves"][-1] == cell
+        final = carol.wait_for("game", lambda g: g["version"] == len(DRAW), timeout=10)
+        assert final["status"] == "draw" and final["moves"] == DRAW
+        versions = sorted({g["version"] for g in carol.pushed("game") if g["id"] == game["id"]})
+        assert versions[-len(DRAW):] == list(range(1, len(DRAW) + 1))  # every move, in order
+    finally:
+        close_all(made)
