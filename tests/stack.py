@@ -137,5 +137,17 @@ def player(url: str, transports: list[str], reconnect: bool = False) -> Remote:
                                  reconnection_delay_max=1, http_session=remote.http)
     for name in ("game", "rematch", "record", "reaction"):
         remote.sio.on(name, remote._collector(name))
+
+    remote.drops = 0  # type: ignore[attr-defined]
+
+    def dropped(*_: object) -> None:
+        remote.drops += 1  # type: ignore[attr-defined]
+        # python-engineio's client leaves the socket of a websocket that broke under it open
+        # (a ResourceWarning, an error here): close it as a browser would.
+        ws = getattr(remote.sio.eio, "ws", None)
+        if ws is not None:
+            ws.shutdown()
+
+    remote.sio.on("disconnect", dropped)
     remote.sio.connect(url, transports=transports, wait_timeout=10)
     return remote

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import pytest
@@ -126,5 +127,126 @@ def test_two_processes_play_a_friend_game_through_the_front(stack, transports):
         assert final["status"] == "draw" and final["moves"] == DRAW
         versions = sorted({g["version"] for g in carol.pushed("game") if g["id"] == game["id"]})
         assert versions[-len(DRAW):] == list(range(1, len(DRAW) + 1))  # every move, in order
+    finally:
+        close_all(made)
+
+
+# --- a restart in the middle of 20 games ---------------------------------------------------------
+
+GAMES = 20
+
+
+def ask(remote: Remote, event: str, payload: dict, timeout: float = 10) -> dict | None:
+    """The answer, or None once the connection dropped under the call (python-socketio's own
+    `call` would wait out its whole timeout; a browser's pending acks fail at the drop)."""
+    answered = threading.Event()
+    box: list = []
+    drops = remote.drops
+
+    def answer(reply: dict | None = None, *_: object) -> None:
+        box.append(reply)
+        answered.set()
+
+    try:
+        remote.sio.emit(event, payload, callback=answer)
+    except Exception:  # not connected at this instant
+        return None
+    deadline = time.monotonic() + timeout
+    while not answered.wait(0.02):
+        if remote.drops != drops or time.monotonic() > deadline:
+            return None
+    return box[0]
+
+
+def land(remote: Remote, game_id: str, ply: int, cell: int, log: list) -> None:
+    """Play DRAW's move `ply` (1-based) until it has landed, exactly as a client must across a
+    restart: a refusal "unavailable" or a lost answer means unknown; after the reconnect, the
+    game itself says whether the move is in (a repeat is refused "stale", never played twice)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answer = None
+        if remote.sio.connected:
+            answer = ask(remote, "move", {"game": game_id, "cell": cell, "version": ply - 1})
+        if answer is not None and answer["ok"]:
+            assert answer["game"]["moves"] == DRAW[:ply], answer
+            log.append(("answered", ply, time.monotonic()))
+            return
+        if answer is not None:
+            assert answer["error"]["code"] in ("unavailable", "stale"), answer
+        while not remote.sio.connected and time.monotonic() < deadline:
+            time.sleep(0.02)  # the client reconnects by itself
+        seen = ask(remote, "join", {"game": game_id})
+        if seen is not None and seen.get("ok") and seen["game"]["version"] >= ply:
+            assert seen["game"]["moves"][:ply] == DRAW[:ply], seen
+            log.append(("landed unanswered", ply, time.monotonic()))
+            return
+    raise AssertionError(f"move {ply} of {game_id} never landed")
+
+
+@pytest.mark.parametrize("transports", [["websocket"], ["polling"]], ids=["websocket", "polling"])
+def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
+    nginx, backends, work = stack
+    made: list[Remote] = []
+    try:
+        pairs = []
+        for _ in range(GAMES):
+            x, o = player(nginx.url, transports, True), player(nginx.url, transports, True)
+            made += [x, o]
+            game = x.call("new_game", {"mode": "friend", "you": "X", "clock": 30},
+                          timeout=10)["game"]
+            assert o.call("join", {"game": game["id"]}, timeout=10)["you"] == "O"
+            pairs.append((game["id"], x, o))
+        before = [connections(b) for b in backends]
+        assert min(before) > 0, f"every player on one process: {before}"
+        # Three moves each, then the restart begins: three more while process 1 drains,
+        # the last three once it is back.
+        gates = [threading.Barrier(GAMES + 1), threading.Event(), threading.Event()]
+        logs: dict[str, list] = {gid: [] for gid, _, _ in pairs}
+        errors: list[BaseException] = []
+
+        def play(game_id: str, x: Remote, o: Remote) -> None:
+            try:
+                for ply, cell in enumerate(DRAW, start=1):
+                    if ply == 4:
+                        gates[0].wait(60)
+                        gates[1].wait(60)
+                    if ply == 7:
+                        gates[2].wait(60)
+                    land(x if ply % 2 else o, game_id, ply, cell, logs[game_id])
+            except BaseException as error:
+                errors.append(error)
+                gates[0].abort()
+
+        threads = [threading.Thread(target=play, args=pair) for pair in pairs]
+        for t in threads:
+            t.start()
+        gates[0].wait(120)
+        mark = (work / "gunicorn1.log").stat().st_size
+        backends[0].terminate()
+        terminated = time.monotonic()
+        gates[1].set()
+        backends[0].proc.wait(40)  # drained and gone by itself, long before systemd's kill
+        backends[0].start()
+        gates[2].set()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors[0]
+        text = (work / "gunicorn1.log").read_bytes()[mark:].decode()
+        assert "drained:" in text and "graceful timeout" not in text.lower(), text[-2000:]
+        for game_id, x, _ in pairs:
+            final = x.wait_until("join", {"game": game_id}, lambda a: a.get("ok"))["game"]
+            assert final["moves"] == DRAW and final["status"] == "draw", final  # none by time
+            plies = [ply for _, ply, _ in logs[game_id]]
+            assert plies == list(range(1, len(DRAW) + 1)), logs[game_id]  # each once, in order
+        assert all(r.sio.connected for r in made), "a client did not come back"
+        moved = sum(r.drops for r in made)
+        assert moved >= before[0], (moved, before)  # every player of the drained process moved
+        # The clock ran on through the drain (30 s a move): from the signal, each move of
+        # the three played meanwhile landed within a reconnect, far from running it down.
+        times = [[terminated] + [t for _, ply, t in logs[gid] if 4 <= ply <= 6]
+                 for gid, _, _ in pairs]
+        gaps = [b - a for each in times for a, b in zip(each, each[1:], strict=False)]
+        print(f"restart: {moved} reconnects, longest move across it {max(gaps):.2f} s")
+        assert max(gaps) < 10, gaps
     finally:
         close_all(made)

@@ -76,30 +76,39 @@ class Drain:
         self.metrics.draining.set(1)
         server = self.socketio.server
         deadline = time.monotonic() + timeout
-        closed = 0
+        closed, told = 0, -1
         log.info("draining: closing every connection so that its client reconnects")
         while True:
             sessions = dict(server.eio.sockets)
             late = time.monotonic() > deadline
-            if not sessions and (late or not linger):
-                break
             named = {eio_sid: sid for sid, eio_sid in server.manager.get_participants("/", None)}
+            waiting = forced = 0
             for eio_sid, socket in sessions.items():
                 sid = named.get(eio_sid)
                 with self._lock:
-                    if sid is not None and self.busy.get(sid) and not late:
-                        continue  # an event in flight: close it once answered
+                    if sid is not None and self.busy.get(sid):
+                        if not late:
+                            waiting += 1
+                            continue  # an event in flight: close it once answered
+                        forced += 1
                     if sid is not None:
                         self.closing.add(sid)
                 if not (socket.closed or socket.closing):
-                    # wait=False: a polling client may not be polling at this instant.
-                    socket.close(wait=False, reason=server.eio.reason.SERVER_DISCONNECT)
+                    # abort: no CLOSE packet. A client told "closed by the server" may take it
+                    # as final (python-socketio does); a dropped transport it always retries.
+                    socket.close(wait=False, abort=True,
+                                 reason=server.eio.reason.SERVER_DISCONNECT)
                     closed += 1
                 server.eio.sockets.pop(eio_sid, None)
-            if late:
+            if not waiting and told != closed:
+                log.info("drained: %d connections closed", closed)
+                told = closed
+            if forced:
+                log.warning("drain timed out: %d connections closed with events in flight",
+                            forced)
+            if late or (not waiting and not linger):
                 break
             self.socketio.sleep(0.05)
-        log.info("drained: %d connections closed", closed)
         return closed
 
 
