@@ -154,8 +154,9 @@ def install(app: Any, socketio: Any) -> Drain:
     server = socketio.server
 
     def connections() -> tuple[int, int]:
-        rooms = server.manager.rooms.get("/", {})
-        return len(server.eio.sockets), sum(1 for name in rooms if str(name).startswith("p:"))
+        rooms = server.manager.rooms.get("/", {})  # None: every connection of the namespace
+        return (len(rooms.get(None, ())),
+                sum(1 for name in rooms if isinstance(name, str) and name.startswith("p:")))
 
     metrics.watch_live(connections, lambda: app.extensions["ttt_store"].count_live())
     serve(app, metrics)
