@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 import time
 
@@ -23,7 +24,8 @@ DRAW = [0, 4, 1, 2, 6, 3, 5, 8, 7]  # a whole game, nine moves, no line
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """redis + two gunicorn processes + nginx; everything stopped whatever happens."""
-    nginx_binary = need_binary("nginx")
+    # /usr/sbin may be off a non-root PATH.
+    nginx_binary = need_binary("nginx" if shutil.which("nginx") else "/usr/sbin/nginx")
     redis_binary = need_binary("redis-server")
     work = tmp_path_factory.mktemp("deploy")
     started: list = []
