@@ -149,5 +149,12 @@ def player(url: str, transports: list[str], reconnect: bool = False) -> Remote:
             ws.shutdown()
 
     remote.sio.on("disconnect", dropped)
+    disconnect = remote.close
+
+    def close() -> None:
+        disconnect()
+        remote.http.close()  # its pooled polling connections: the client does not own it
+
+    remote.close = close  # type: ignore[method-assign]
     remote.sio.connect(url, transports=transports, wait_timeout=10)
     return remote

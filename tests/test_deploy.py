@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
 import threading
@@ -57,15 +58,27 @@ def connections(backend: Gunicorn) -> int:
     return int(float(found.group(1)))
 
 
+def settle(backends: list[Gunicorn], expected: int) -> None:
+    """Wait until the processes hold `expected` connections (earlier tests' players gone)."""
+    deadline = time.monotonic() + 15
+    while sum(connections(b) for b in backends) != expected:
+        assert time.monotonic() < deadline, [connections(b) for b in backends]
+        time.sleep(0.05)
+
+
 def players_on_both(nginx, backends, transports, made: list) -> tuple[Remote, Remote]:
     """Two players through nginx whose connections landed on different processes."""
     by_backend: dict[int, Remote] = {}
+    settle(backends, len(made))
     for _ in range(30):
         before = [connections(b) for b in backends]
         remote = player(nginx.url, transports)
         made.append(remote)
         deadline = time.monotonic() + 10
-        while (after := [connections(b) for b in backends]) == before:
+        while True:
+            after = [connections(b) for b in backends]
+            if any(a > b for a, b in zip(after, before, strict=True)):
+                break
             assert time.monotonic() < deadline, "the new connection shows on no process"
             time.sleep(0.05)
         landed = next(i for i, (a, b) in enumerate(zip(after, before, strict=True)) if a > b)
@@ -185,10 +198,28 @@ def land(remote: Remote, game_id: str, ply: int, cell: int, log: list) -> None:
     raise AssertionError(f"move {ply} of {game_id} never landed")
 
 
+def settled(remote: Remote, game_id: str) -> dict:
+    """The game as the server has it, asked until an answer comes (a client may still be
+    reconnecting)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        seen = ask(remote, "join", {"game": game_id})
+        if seen is not None and seen.get("ok"):
+            return seen["game"]
+        time.sleep(0.05)
+    raise AssertionError(f"{game_id}: no answer to join")
+
+
+# A polling client (requests under python-engineio) whose long-poll broke under it can leave
+# that connection for the garbage collector: a client library's leak, not the server's. It
+# is collected here (gc.collect below), not in whichever test runs next.
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("transports", [["websocket"], ["polling"]], ids=["websocket", "polling"])
 def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
     nginx, backends, work = stack
     made: list[Remote] = []
+    settle(backends, 0)
     try:
         pairs = []
         for _ in range(GAMES):
@@ -198,6 +229,7 @@ def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
                           timeout=10)["game"]
             assert o.call("join", {"game": game["id"]}, timeout=10)["you"] == "O"
             pairs.append((game["id"], x, o))
+        settle(backends, len(made))
         before = [connections(b) for b in backends]
         assert min(before) > 0, f"every player on one process: {before}"
         # Three moves each, then the restart begins: three more while process 1 drains,
@@ -236,7 +268,7 @@ def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
         text = (work / "gunicorn1.log").read_bytes()[mark:].decode()
         assert "drained:" in text and "graceful timeout" not in text.lower(), text[-2000:]
         for game_id, x, _ in pairs:
-            final = x.wait_until("join", {"game": game_id}, lambda a: a.get("ok"))["game"]
+            final = settled(x, game_id)
             assert final["moves"] == DRAW and final["status"] == "draw", final  # none by time
             plies = [ply for _, ply, _ in logs[game_id]]
             assert plies == list(range(1, len(DRAW) + 1)), logs[game_id]  # each once, in order
@@ -252,3 +284,5 @@ def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
         assert max(gaps) < 10, gaps
     finally:
         close_all(made)
+        del made
+        gc.collect()
