@@ -221,50 +221,12 @@ def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
     made: list[Remote] = []
     settle(backends, 0)
     try:
-        pairs = []
-        for _ in range(GAMES):
-            x, o = player(nginx.url, transports, True), player(nginx.url, transports, True)
-            made += [x, o]
-            game = x.call("new_game", {"mode": "friend", "you": "X", "clock": 30},
-                          timeout=10)["game"]
-            assert o.call("join", {"game": game["id"]}, timeout=10)["you"] == "O"
-            pairs.append((game["id"], x, o))
+        pairs = start_games(nginx.url, transports, made)
         settle(backends, len(made))
         before = [connections(b) for b in backends]
         assert min(before) > 0, f"every player on one process: {before}"
-        # Three moves each, then the restart begins: three more while process 1 drains,
-        # the last three once it is back.
-        gates = [threading.Barrier(GAMES + 1), threading.Event(), threading.Event()]
-        logs: dict[str, list] = {gid: [] for gid, _, _ in pairs}
-        errors: list[BaseException] = []
-
-        def play(game_id: str, x: Remote, o: Remote) -> None:
-            try:
-                for ply, cell in enumerate(DRAW, start=1):
-                    if ply == 4:
-                        gates[0].wait(60)
-                        gates[1].wait(60)
-                    if ply == 7:
-                        gates[2].wait(60)
-                    land(x if ply % 2 else o, game_id, ply, cell, logs[game_id])
-            except BaseException as error:
-                errors.append(error)
-                gates[0].abort()
-
-        threads = [threading.Thread(target=play, args=pair) for pair in pairs]
-        for t in threads:
-            t.start()
-        gates[0].wait(120)
         mark = (work / "gunicorn1.log").stat().st_size
-        backends[0].terminate()
-        terminated = time.monotonic()
-        gates[1].set()
-        backends[0].proc.wait(40)  # drained and gone by itself, long before systemd's kill
-        backends[0].start()
-        gates[2].set()
-        for t in threads:
-            t.join(120)
-        assert not errors, errors[0]
+        logs, terminated = play_through_a_restart(pairs, backends[0])
         text = (work / "gunicorn1.log").read_bytes()[mark:].decode()
         assert "drained:" in text and "graceful timeout" not in text.lower(), text[-2000:]
         for game_id, x, _ in pairs:
@@ -286,3 +248,53 @@ def test_a_restart_in_the_middle_of_20_games_loses_no_move(stack, transports):
         close_all(made)
         del made
         gc.collect()
+
+
+def start_games(url: str, transports: list[str], made: list) -> list[tuple[str, Remote, Remote]]:
+    """GAMES timed friend games through the front, both seats taken: (id, X, O) each."""
+    pairs = []
+    for _ in range(GAMES):
+        x, o = player(url, transports, True), player(url, transports, True)
+        made += [x, o]
+        game = x.call("new_game", {"mode": "friend", "you": "X", "clock": 30},
+                      timeout=10)["game"]
+        assert o.call("join", {"game": game["id"]}, timeout=10)["you"] == "O"
+        pairs.append((game["id"], x, o))
+    return pairs
+
+
+def play_through_a_restart(pairs: list, backend: Gunicorn) -> tuple[dict[str, list], float]:
+    """Play DRAW in every game: three moves each, then SIGTERM to `backend` and three more
+    while it drains, then the last three once it is back; each game's log, and when the
+    signal went."""
+    gates = [threading.Barrier(len(pairs) + 1), threading.Event(), threading.Event()]
+    logs: dict[str, list] = {gid: [] for gid, _, _ in pairs}
+    errors: list[BaseException] = []
+
+    def play(game_id: str, x: Remote, o: Remote) -> None:
+        try:
+            for ply, cell in enumerate(DRAW, start=1):
+                if ply == 4:
+                    gates[0].wait(60)
+                    gates[1].wait(60)
+                if ply == 7:
+                    gates[2].wait(60)
+                land(x if ply % 2 else o, game_id, ply, cell, logs[game_id])
+        except BaseException as error:
+            errors.append(error)
+            gates[0].abort()
+
+    threads = [threading.Thread(target=play, args=pair, daemon=True) for pair in pairs]
+    for t in threads:
+        t.start()
+    gates[0].wait(120)
+    backend.terminate()
+    terminated = time.monotonic()
+    gates[1].set()
+    backend.proc.wait(40)  # drained and gone by itself, long before systemd's kill
+    backend.start()
+    gates[2].set()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[0]
+    return logs, terminated
