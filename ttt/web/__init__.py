@@ -156,11 +156,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if not app.testing:
         logs.configure()  # the one place a served process sets up its logging
     app.extensions["ttt_metrics"] = metrics = Metrics()
-    app.extensions["ttt_store"] = store = open_store(app.config["TTT_STORE"],
+    app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"],
                                              finished_ttl=app.config["TTT_FINISHED_TTL"],
                                              idle_ttl=app.config["TTT_IDLE_TTL"],
                                              untouched_ttl=app.config["TTT_UNTOUCHED_TTL"])
-    app.extensions["ttt_store"] = MeteredStore(store, metrics)
+    # Counts games started and finished here, and store calls that failed (ttt.web.metrics).
+    app.extensions["ttt_store"] = MeteredStore(app.extensions["ttt_store"], metrics)
     shared = app.config["TTT_MESSAGE_QUEUE"] or (
         app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
     presence = Presence(RedisSeats(shared) if shared else MemorySeats(),
