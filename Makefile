@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test lint bench bench-ai-load bench-bots bench-deploy bench-server capacity load system clean
+.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -17,15 +17,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,prod,plot]'
 	@touch $@
 
-# Debian's Chromium (browser tests, with an emoji font for the reactions) and redis-server
-# (multi-process tests), when missing.
+# Debian's Chromium (browser tests, with an emoji font for the reactions), redis-server
+# (multi-process tests) and nginx (the deploy/ front's test), when missing.
 system:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
+	    || ! command -v nginx >/dev/null 2>&1 \
 	    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends chromium redis-server fonts-noto-color-emoji; \
-	  else echo "note: chromium, redis-server or the emoji font missing and not root: their tests will skip"; fi; \
+	    apt-get install -y -qq --no-install-recommends chromium redis-server nginx \
+	      fonts-noto-color-emoji; \
+	  else echo "note: chromium, redis-server, nginx or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
 
 run: $(STAMP)
@@ -34,6 +36,11 @@ run: $(STAMP)
 test: $(STAMP) system
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+# The deploy/ files for real: redis, two gunicorn gevent processes and nginx on loopback,
+# games through the front, a restart in the middle of 20 of them (also part of `make test`).
+test-deploy: $(STAMP) system
+	$(PY) -m pytest -m deploy tests/test_deploy.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
 import signal
+import threading
 
 from werkzeug.serving import WSGIRequestHandler
 
@@ -30,9 +32,28 @@ def main() -> None:
     app = create_app()
     print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
           flush=True)
-    # The Werkzeug server with simple-websocket: fine for one process; see docs/deploy.md.
-    get_socketio(app).run(app, host=args.host, port=args.port, allow_unsafe_werkzeug=True,
-                          request_handler=NoDelayHandler)
+    if app.config["TTT_ASYNC_MODE"] != "threading":  # gevent belongs under gunicorn
+        get_socketio(app).run(app, host=args.host, port=args.port)
+        return
+    serve_until_term(app, args.host, args.port)
+
+
+def serve_until_term(app, host: str, port: int) -> None:
+    """The Werkzeug server (threads + simple-websocket, fine for one process) until SIGTERM
+    or Ctrl-C; then stop accepting, drain (ttt.web.drain) and return."""
+    from werkzeug.serving import make_server
+
+    # What socketio.run does, with a handle to stop it.
+    server = make_server(host, port, app, threaded=True, request_handler=NoDelayHandler)
+
+    def stop(signum, frame) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()  # ends serve_forever
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    server.serve_forever()
+    server.server_close()  # refuse new connections: clients go elsewhere or retry
+    app.extensions["ttt_drain"].run(float(os.environ.get("TTT_DRAIN_SECONDS", "20")))
 
 
 if __name__ == "__main__":

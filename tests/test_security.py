@@ -487,9 +487,9 @@ class Raw:
 
 
 def server_lines(text: str) -> list[str]:
-    """The log lines that are not Werkzeug's access log."""
+    """The log lines that are not an access log (Werkzeug's, or ours of each event)."""
     return [line for line in text.splitlines()
-            if line.strip() and not re.search(r'\] "[A-Z]+ /', line)]
+            if line.strip() and not re.search(r'\] "[A-Z]+ /| ttt\.access ', line)]
 
 
 @pytest.mark.server

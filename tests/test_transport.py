@@ -294,14 +294,14 @@ def test_a_built_app_is_guarded():
 
 ADAPTER = ROOT / "ttt" / "web" / "engine_hooks.py"
 #: What engine_hooks.py reaches into, by name, as an attribute or a getattr string.
-HOOK_NAMES = ("_async", "_handle_event_internal", "_websocket_handler", "handlers", "sockets",
-              "upgrading")
+HOOK_NAMES = ("_async", "_handle_event_internal", "_handle_emit", "_websocket_handler",
+              "sockets", "upgrading", "manager_initialized")
 #: Those, an underscore attribute of anything named like a server, engine, manager or
 #: socket, the manager's rooms, and a patched disconnect.
 PRIVATE = re.compile(
     r"(?:\.|[\"'])(?:" + "|".join(HOOK_NAMES) + r")\b"
     r"|\b(?:eio|engine|server|srv|socketio|sio|manager|socket|ws|client_manager)\._[A-Za-z]"
-    r"|\bmanager\.rooms\b|\bdisconnect\s*=[^=]"
+    r"|\bmanager\.rooms\b|\beio\.handlers\b|\bdisconnect\s*=[^=]"
     r"|getattr\(\s*[\w.]*(?:eio|server|manager|socket)\w*\s*,\s*[\"']_")
 
 

@@ -425,6 +425,7 @@ class Table:
             log.warning("the AI's move in %s was not found: %s", match.id, ticket.error)
             return
         cell = ticket.result
+        self.searched(ticket.seconds)
 
         def change(current: Match) -> Match | Update:
             if current.rev != match.rev:  # someone got in first: leave it as it is
@@ -644,6 +645,9 @@ class Table:
             if changed and changed[1].rev != changed[0].rev:
                 pushes += self.game_pushes(changed[1])
         return pushes
+
+    # Told how long each AI search took (the web layer's metrics); nothing by default.
+    searched: Callable[[float], None] = staticmethod(lambda seconds: None)
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
               "abort", "claim", "set_name", "react")

@@ -95,6 +95,7 @@ class Ticket:
     result: Any = None
     error: str | None = None
     attempts: int = 0
+    seconds: float = 0.0               # how long the search that answered took
     callbacks: list[Callable[[Ticket], None]] = field(default_factory=list)
     _done: threading.Event = field(default_factory=threading.Event)
 
@@ -284,8 +285,10 @@ class Scheduler:
             if ticket is None:
                 return
             assert ticket.budget is not None
+            started = time.monotonic()
             try:
                 result, error = runner.run(ticket.task.as_json(), ticket.budget), None
+                ticket.seconds = time.monotonic() - started
             except WorkerLost as lost:
                 ticket.attempts += 1
                 log.warning("a worker died during a search (%s): attempt %d", lost,
@@ -319,6 +322,11 @@ class Scheduler:
             self._running.discard(ticket.owner)
             self._by_key.pop(ticket.key, None)
             self._lock.notify_all()
+
+    def waiting(self) -> int:
+        """How many searches wait for a worker now (the metrics' queue depth)."""
+        with self._lock:
+            return sum(len(line) for line in self._queues.values())
 
     def close(self) -> None:
         """Stop the drivers and the workers."""

@@ -16,6 +16,8 @@ from socketio import packet as socketio_packet
 from ttt import workers
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
+from ttt.web import logs
+from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
-    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_AI_QUEUE"):
+    for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_AI_QUEUE",
+                "TTT_METRICS_TOKEN", "TTT_METRICS_BIND"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
@@ -146,10 +149,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         Path(app.instance_path).mkdir(parents=True, exist_ok=True)
         app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
 
+    if not app.testing:
+        logs.configure()  # the one place a served process sets up its logging
+    app.extensions["ttt_metrics"] = metrics = Metrics()
     app.extensions["ttt_store"] = open_store(app.config["TTT_STORE"],
                                              finished_ttl=app.config["TTT_FINISHED_TTL"],
                                              idle_ttl=app.config["TTT_IDLE_TTL"],
                                              untouched_ttl=app.config["TTT_UNTOUCHED_TTL"])
+    # Counts games started and finished here, and store calls that failed (ttt.web.metrics).
+    app.extensions["ttt_store"] = MeteredStore(app.extensions["ttt_store"], metrics)
     shared = app.config["TTT_MESSAGE_QUEUE"] or (
         app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
     presence = Presence(RedisSeats(shared) if shared else MemorySeats(),
@@ -172,8 +180,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                               if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
         salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest(),
         thinker=workers.build(app.config))
+    app.extensions["ttt_table"].searched = observe_search
+    watch_queue(app.extensions["ttt_table"].thinker)
 
-    from ttt.web import events, pages, transport
+    from ttt.web import drain, events, pages, transport
 
     app.register_blueprint(pages.bp)
     socketio = SocketIO(
@@ -192,7 +202,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         async_handlers=False,
         # cors_allowed_origins left at its default: same origin only.
     )
-    events.register(socketio, app.extensions["ttt_table"], app.config)
+    events.register(socketio, app.extensions["ttt_table"], app.config,
+                    watch=drain.install(app, socketio).watch)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     api.install(app, socketio, app.extensions["ttt_table"])
     _quiet_client_errors()

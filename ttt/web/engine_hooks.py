@@ -126,6 +126,23 @@ def joined(server: Any, sid: str) -> bool:
     return any(manager.sid_from_eio_sid(sid, ns) is not None for ns in namespaces)
 
 
+def sessions(server: Any) -> dict[str, Any]:
+    """This process's Engine.IO sessions now, by sid (a copy)."""
+    return dict(server.eio.sockets)
+
+
+def drop(server: Any, sid: str) -> bool:
+    """End one Engine.IO session by dropping its transport, with no CLOSE packet: a client
+    told "closed by the server" may take it as final (python-socketio does); a dropped
+    transport it always retries. False if it was gone already."""
+    eio = server.eio
+    socket = eio.sockets.pop(sid, None)
+    if socket is None or socket.closed or socket.closing:
+        return False
+    socket.close(wait=False, abort=True, reason=eio.reason.SERVER_DISCONNECT)
+    return True
+
+
 def close(server: Any, sid: str) -> bool:
     """Close one Engine.IO session now, without waiting for a poll to drain it; False if gone.
 
@@ -192,6 +209,14 @@ def on_websockets(server: Any, wrap: Callable[[Any, WebSocketSession], Any]) -> 
 
 
 # --- rooms ---------------------------------------------------------------------------------------
+
+def connection_counts(server: Any, namespace: str = "/") -> tuple[int, int]:
+    """(Socket.IO connections, players with one) in this process: the members of the
+    namespace, and the rooms named `p:<player>`."""
+    rooms = server.manager.rooms.get(namespace, {})  # None: every connection of it
+    return (len(rooms.get(None, ())),
+            sum(1 for name in rooms if isinstance(name, str) and name.startswith("p:")))
+
 
 def room_members(server: Any, room: str, namespace: str = "/") -> Collection[str]:
     """The sids in a room of this process (no message queue: that is every member)."""

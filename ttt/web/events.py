@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import current_app, request, session
@@ -66,8 +66,10 @@ def _show(server: Any, sid: str, target: str) -> None:
     server.enter_room(sid, target, namespace="/")
 
 
-def register(socketio: SocketIO, table: Table, config: Any) -> None:
-    """Attach every event handler to this SocketIO object (`config`: the app's, read live)."""
+def register(socketio: SocketIO, table: Table, config: Any,
+             watch: Callable[[str, Callable], Callable] | None = None) -> None:
+    """Attach every event handler to this SocketIO object (`config`: the app's, read live;
+    `watch(name, handler)`: the handler measured, logged and drained, ttt.web.drain)."""
     server = socketio.server
 
     def versioned(sid: str, answer: dict) -> dict:
@@ -101,7 +103,8 @@ def register(socketio: SocketIO, table: Table, config: Any) -> None:
         return handler
 
     for name in Table.EVENTS:
-        server.on(name, adapter(name), namespace="/")
+        handler = adapter(name)
+        server.on(name, watch(name, handler) if watch else handler, namespace="/")
     # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
     table.publish = functools.partial(emit_all, socketio)
 

@@ -1,0 +1,59 @@
+"""gunicorn settings for one ttt process: `gunicorn -c deploy/gunicorn.conf.py -b ADDR`.
+
+Run one gunicorn per port (deploy/ttt@.service starts one per instance) behind the sticky
+front (deploy/nginx.conf). Every value can be overridden on the command line.
+"""
+
+import os
+
+wsgi_app = "ttt.web.wsgi:app"
+
+# One worker per port, always: gunicorn spreads requests over its workers without
+# stickiness, and a Socket.IO client must reach the same process with every request.
+# More processes = more ports behind nginx.
+workers = 1
+worker_class = "gevent"  # TTT_ASYNC_MODE=gevent must match (set below when unset)
+os.environ.setdefault("TTT_ASYNC_MODE", "gevent")
+
+# Open connections (greenlets) one process holds at once: each connected player is one
+# websocket, plus short requests (pages, long-polls). It is per process, not per site:
+# a site with N ports holds N times as many. Past it, new connections wait in the backlog.
+worker_connections = 1000
+
+# A websocket is one long request: never let gunicorn's worker timeout cut it. The gevent
+# worker keeps notifying the master while it runs, so `timeout` only catches a hung process.
+timeout = 30
+keepalive = 5
+
+# SIGTERM (systemctl stop/restart, or a deploy): the worker stops accepting, finishes the
+# events in flight and closes every connection so that its client reconnects (through nginx:
+# to another process); see ttt/web/drain.py. graceful_timeout bounds it all.
+graceful_timeout = int(os.environ.get("TTT_DRAIN_SECONDS", "20")) + 5
+
+# The app's log lines (one per event, TTT_LOG_FORMAT=json for JSON) go to stderr: journald
+# under systemd. gunicorn's own error log too; no access log (the app logs each event).
+errorlog = "-"
+# gunicorn 27's control socket lives in $HOME, one path for every process: off.
+control_socket_disable = True
+loglevel = "info"
+accesslog = None
+
+
+def post_worker_init(worker):
+    """Drain on SIGTERM instead of only waiting for open websockets to time out."""
+    from ttt.web.drain import on_gunicorn_worker
+
+    on_gunicorn_worker(worker, timeout=float(os.environ.get("TTT_DRAIN_SECONDS", "20")))
+
+
+def worker_int(worker):
+    """SIGINT or SIGQUIT: a quick stop; say so, as the clients will only see a dropped line."""
+    worker.log.info("worker %s stopping at once (SIGINT/SIGQUIT): no drain", worker.pid)
+
+
+def worker_exit(server, worker):
+    """After the worker's last request: close the store's connections cleanly."""
+    app = getattr(worker, "wsgi", None)
+    store = getattr(app, "extensions", {}).get("ttt_store")
+    if store is not None:
+        store.close()

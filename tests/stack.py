@@ -1,0 +1,160 @@
+"""The production stack on loopback, from the files in deploy/: redis, gunicorn, nginx."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+import socketio
+
+from tests.servers import ROOT, Remote, free_port
+
+DEPLOY = ROOT / "deploy"
+METRICS_TOKEN = "deploy-test-metrics-token"
+
+
+class Gunicorn:
+    """One `gunicorn -c deploy/gunicorn.conf.py` process on a loopback port."""
+
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 90) -> Gunicorn:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", str(DEPLOY / "gunicorn.conf.py"),
+                 "-b", f"127.0.0.1:{self.port}"],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        wait_healthy(self.url, self.proc, timeout)
+        return self
+
+    def terminate(self) -> None:
+        """SIGTERM, as systemd's stop: the process drains and exits by itself."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 40) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def metrics(self) -> str:
+        answer = requests.get(self.url + "/metrics", timeout=10,
+                              headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+        answer.raise_for_status()
+        return answer.text
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: exited with {proc.returncode}")
+        try:
+            if requests.get(url + "/healthz", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not become healthy")
+
+
+def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path) -> str:
+    """A whole nginx.conf around deploy/nginx.conf, with only ports and paths changed."""
+    text = site.read_text()
+    default_ports = re.findall(r"server 127\.0\.0\.1:(\d+)", text)
+    assert len(default_ports) == len(upstreams), "deploy/nginx.conf lists the processes"
+    for old, new in zip(default_ports, upstreams, strict=True):
+        text = text.replace(f"server 127.0.0.1:{old} ", f"server 127.0.0.1:{new} ")
+    text = re.sub(r"^(\s*)listen 80;", rf"\1listen 127.0.0.1:{listen};", text, flags=re.M)
+    temp = "\n".join(f"    {kind}_temp_path {workdir / kind};"
+                     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    # As root the workers would drop to `nobody`, who cannot write the test's folders.
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    return (f"{user}worker_processes 1;\nevents {{ worker_connections 1024; }}\n"
+            "http {\n    log_format upstream '$request $status $upstream_addr $ttt_sticky';\n"
+            f"    access_log {workdir / 'access.log'} upstream;\n{temp}\n{text}\n}}\n")
+
+
+class Nginx:
+    """nginx in the foreground with a generated conf, its pid and logs in a folder."""
+
+    def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        conf = workdir / "nginx.conf"
+        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir))
+        with open(workdir / "stderr.log", "wb") as err:
+            self.proc = subprocess.Popen(
+                [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log"),
+                 "-g", f"daemon off; pid {workdir / 'nginx.pid'};"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("nginx exited: " + (workdir / "stderr.log").read_text()
+                                   + (workdir / "error.log").read_text())
+            try:
+                requests.get(self.url + "/metrics", timeout=2)
+                return
+            except requests.RequestException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)  # nginx's graceful stop
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def player(url: str, transports: list[str], reconnect: bool = False) -> Remote:
+    """A player through the front on these transports, its cookie in its HTTP session (the
+    python client sends a Cookie header given to connect() with the first request only)."""
+    remote = Remote(url, connect=False)
+    remote.sio = socketio.Client(reconnection=reconnect, reconnection_delay=0.2,
+                                 reconnection_delay_max=1, http_session=remote.http)
+    for name in ("game", "rematch", "record", "reaction"):
+        remote.sio.on(name, remote._collector(name))
+
+    remote.drops = 0  # type: ignore[attr-defined]
+
+    def dropped(*_: object) -> None:
+        remote.drops += 1  # type: ignore[attr-defined]
+        # python-engineio's client leaves the socket of a websocket that broke under it open
+        # (a ResourceWarning, an error here): close it as a browser would.
+        ws = getattr(remote.sio.eio, "ws", None)
+        if ws is not None:
+            ws.shutdown()
+
+    remote.sio.on("disconnect", dropped)
+    disconnect = remote.close
+
+    def close() -> None:
+        disconnect()
+        remote.http.close()  # its pooled polling connections: the client does not own it
+
+    remote.close = close  # type: ignore[method-assign]
+    remote.sio.connect(url, transports=transports, wait_timeout=10)
+    return remote

@@ -1,0 +1,182 @@
+"""/metrics (operator only), the per-event log line, and a drained `python app.py`."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+
+import pytest
+import requests
+
+from tests.servers import Remote, Server, close_all
+from ttt.web import create_app, get_socketio
+
+TOKEN = "metrics-test-token"
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    """One sample of the exposition (0 when absent)."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        found = re.fullmatch(r"([a-z_]+)(?:\{(.*)\})? (\S+)", line)
+        if found and found.group(1) == name:
+            have = ",".join(sorted((found.group(2) or "").split(","))) if found.group(2) else ""
+            if have == wanted:
+                return float(found.group(3))
+    return 0.0
+
+
+@pytest.fixture
+def metered():
+    app = create_app({"TESTING": True, "SECRET_KEY": "m", "TTT_STORE": "memory://",
+                      "TTT_RATE_LIMIT": 0, "TTT_METRICS_TOKEN": TOKEN})
+    yield app
+    app.extensions["ttt_store"].close()
+
+
+def scrape(client) -> str:
+    answer = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 200 and answer.mimetype == "text/plain"
+    return answer.get_data(as_text=True)
+
+
+def test_metrics_are_off_by_default(client):
+    assert client.get("/metrics").status_code == 404
+    assert client.get("/metrics", headers={"Authorization": "Bearer x"}).status_code == 404
+
+
+def test_a_stranger_is_refused_the_metrics(metered):
+    client = metered.test_client()
+    assert client.get("/metrics").status_code == 401
+    for header in (f"Bearer {TOKEN}x", f"Basic {TOKEN}", TOKEN, "Bearer "):
+        assert client.get("/metrics", headers={"Authorization": header}).status_code == 401
+    assert "ttt_" not in client.get("/metrics").get_data(as_text=True)
+
+
+def test_a_separate_bind_takes_metrics_off_the_site():
+    app = create_app({"TESTING": True, "SECRET_KEY": "m", "TTT_STORE": "memory://",
+                      "TTT_METRICS_TOKEN": TOKEN, "TTT_METRICS_BIND": "127.0.0.1:9"})
+    answer = app.test_client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 404
+
+
+def test_counters_move_when_games_are_played(metered):
+    client = metered.test_client()
+    client.get("/")
+    sio = get_socketio(metered).test_client(metered, flask_test_client=client)
+    before = scrape(client)
+    assert value(before, "ttt_connections") == 1 and value(before, "ttt_connected_players") == 1
+    game = sio.emit("new_game", {"mode": "local"}, callback=True)["game"]
+    for cell in (0, 3, 1, 4, 2):
+        assert sio.emit("move", {"game": game["id"], "cell": cell}, callback=True)["ok"]
+    refused = sio.emit("move", {"game": game["id"], "cell": 8}, callback=True)
+    ultimate = sio.emit("new_game", {"mode": "ai", "variant": "ultimate", "you": "X",
+                                     "level": "easy"}, callback=True)["game"]
+    assert sio.emit("move", {"game": ultimate["id"], "cell": 40}, callback=True)["ok"]
+    searched = value(before, "ttt_ai_search_seconds_count")
+    deadline = time.monotonic() + 60  # the AI's reply lands when a worker has found it
+    while value(scrape(client), "ttt_ai_search_seconds_count") == searched:
+        assert time.monotonic() < deadline, "the ultimate AI's search was never counted"
+        time.sleep(0.05)
+    after = scrape(client)
+    assert value(after, "ttt_events_total", event="move", result="ok") == 6
+    code = refused["error"]["code"]
+    assert value(after, "ttt_events_total", event="move", result=code) == 1
+    assert value(after, "ttt_event_seconds_count", event="move") == 7
+    assert value(after, "ttt_games_started_total", mode="local", variant="classic") == 1
+    assert value(after, "ttt_games_finished_total", mode="local", variant="classic") == 1
+    assert value(after, "ttt_games_started_total", mode="ai", variant="ultimate") == 1
+    assert value(after, "ttt_live_games") == 1  # the ultimate game
+    assert value(after, "ttt_ai_search_seconds_count") > value(before,
+                                                               "ttt_ai_search_seconds_count")
+    assert value(after, "ttt_store_errors_total", operation="update") == 0
+    sio.disconnect()
+    assert value(scrape(client), "ttt_connections") == 0
+
+
+def test_the_ai_pool_reports_its_searches_and_its_queue(metered):
+    from ttt.web.metrics import observe_search, watch_queue
+
+    class Queue:
+        def waiting(self) -> int:
+            return 4
+
+    client = metered.test_client()
+    count = value(scrape(client), "ttt_ai_search_seconds_count")
+    observe_search(0.3)
+    watch_queue(Queue())
+    text = scrape(client)
+    assert value(text, "ttt_ai_search_seconds_count") == count + 1
+    assert value(text, "ttt_ai_queue_depth") == 4
+    watch_queue(metered.extensions["ttt_table"].thinker)
+    assert value(scrape(client), "ttt_ai_queue_depth") == 0
+
+
+@pytest.mark.server
+def test_a_served_process_logs_each_event_as_json_without_secrets(tmp_path):
+    log = tmp_path / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "logs",
+                     "TTT_LOG_FORMAT": "json", "TTT_METRICS_TOKEN": TOKEN}, log=log).start()
+    alice = Remote(server.url)
+    try:
+        assert alice.call("set_name", {"name": "Zoë <b>"})["ok"]
+        game = alice.call("new_game", {"mode": "local"})["game"]
+        for cell in (4, 0):
+            assert alice.call("move", {"game": game["id"], "cell": cell})["ok"]
+        refused = alice.call("move", {"game": game["id"], "cell": 4})
+        assert not refused["ok"]
+        metrics = requests.get(server.url + "/metrics", timeout=10,
+                               headers={"Authorization": f"Bearer {TOKEN}"}).text
+        assert value(metrics, "ttt_events_total", event="move", result="ok") == 2
+        assert requests.get(server.url + "/metrics", timeout=10).status_code == 401
+    finally:
+        close_all([alice])
+        server.stop()
+    text = log.read_text()
+    lines = [json.loads(line) for line in text.splitlines()
+             if line.startswith("{") and '"ttt.access"' in line]
+    mine = [(r["event"], r["result"]) for r in lines if r["game"] == game["id"]]
+    assert mine == [("new_game", "ok"), ("move", "ok"), ("move", "ok"),
+                    ("move", refused["error"]["code"])], mine
+    assert all(isinstance(r["ms"], float | int) and r["level"] == "INFO" for r in lines)
+    assert alice.cookie not in text and TOKEN not in text
+    assert "Zo" not in text  # a name never reaches the log, escaped or not
+
+
+@pytest.mark.server
+def test_python_app_py_drains_on_sigterm_and_its_player_comes_back(tmp_path):
+    from tests.stack import player
+
+    store = f"sqlite:///{tmp_path / 'ttt.sqlite3'}"
+    log = tmp_path / "server.log"
+    server = Server({"TTT_STORE": store, "TTT_SECRET_KEY": "drain"}, log=log).start()
+    alice = player(server.url, ["websocket"], reconnect=True)
+    try:
+        game = alice.call("new_game", {"mode": "local"})["game"]
+        assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(30) == 0  # by itself, well before anyone kills it
+        assert alice.drops == 1
+        server.start()  # the same port: the client finds it again by itself
+        assert _connected(alice)
+        assert alice.call("join", {"game": game["id"]}, timeout=15)["game"]["moves"] == [4]
+    finally:
+        close_all([alice])
+        server.stop()
+    text = log.read_text()
+    assert "drained: 1 connections closed" in text and "Traceback" not in text
+
+
+def _connected(remote: Remote, timeout: float = 30) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not remote.sio.connected:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

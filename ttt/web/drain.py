@@ -1,0 +1,154 @@
+"""Graceful restarts: finish the events in flight, send every client elsewhere, then exit.
+
+On SIGTERM the server stops accepting connections (gunicorn closes its listener; `python
+app.py` closes Werkzeug's), then `Drain.run` closes each Engine.IO session as soon as no
+event of it is in flight. Closing the transport, not the Socket.IO namespace, is what makes
+clients reconnect by themselves: through nginx they land on another process (or on this one
+once restarted) and `join`, as they do after any reconnect. An event arriving on a session
+already being closed is refused unplayed ("unavailable"): its answer could not reach the
+client, which finds the game as it was after its reconnect and plays again. So no move is
+answered twice or lost, and a timed game's clock runs on only for as long as the reconnect.
+
+`watch` wraps each event handler: it counts the event in flight, and gives the metrics and
+the log line (ttt.web.logs.access) of each event.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ttt.payloads import valid_id
+from ttt.table import refusal
+from ttt.web import engine_hooks, logs
+from ttt.web.metrics import Metrics
+
+log = logging.getLogger("ttt.drain")
+
+
+class Drain:
+    """The events in flight per connection, and closing every connection once it is idle."""
+
+    def __init__(self, socketio: Any, metrics: Metrics) -> None:
+        self.socketio, self.metrics = socketio, metrics
+        self.busy: dict[str, int] = {}    # sid -> events in flight
+        self.closing: set[str] = set()    # sids being closed: their events are refused
+        self.draining = False
+        self._lock = threading.Lock()
+
+    def watch(self, name: str, handler: Callable[..., dict]) -> Callable[..., dict]:
+        """The handler, counted in flight, measured and logged."""
+        events, latency = self.metrics.events, self.metrics.latency.labels(name)
+
+        def watched(sid: str, payload: Any = None, *rest: Any) -> dict:
+            started = time.perf_counter()
+            with self._lock:
+                refused = sid in self.closing
+                if not refused:
+                    self.busy[sid] = self.busy.get(sid, 0) + 1
+            try:
+                answer = (refusal("unavailable", "the server is restarting; reconnect")
+                          if refused else handler(sid, payload, *rest))
+            finally:
+                if not refused:
+                    with self._lock:
+                        left = self.busy.pop(sid) - 1
+                        if left:
+                            self.busy[sid] = left
+            seconds = time.perf_counter() - started
+            result = _result(answer)
+            events.labels(name, result).inc()
+            latency.observe(seconds)
+            logs.access(name, _game_id(payload, answer), result, seconds)
+            return answer
+
+        return watched
+
+    def run(self, timeout: float = 20.0, linger: bool = False) -> int:
+        """Close every session here, each once idle (or all at the timeout); how many.
+
+        `linger`: go on closing sessions that open later, until the timeout (gunicorn stops
+        accepting up to a second after the signal, and exits by itself once idle).
+        """
+        self.draining = True
+        self.metrics.draining.set(1)
+        server = self.socketio.server
+        deadline = time.monotonic() + timeout
+        closed, told = 0, -1
+        log.info("draining: closing every connection so that its client reconnects")
+        while True:
+            sessions = engine_hooks.sessions(server)
+            late = time.monotonic() > deadline
+            named = {eio_sid: sid for sid, eio_sid in server.manager.get_participants("/", None)}
+            waiting = forced = 0
+            for eio_sid in sessions:
+                sid = named.get(eio_sid)
+                with self._lock:
+                    if sid is not None and self.busy.get(sid):
+                        if not late:
+                            waiting += 1
+                            continue  # an event in flight: close it once answered
+                        forced += 1
+                    if sid is not None:
+                        self.closing.add(sid)
+                closed += engine_hooks.drop(server, eio_sid)
+            if not waiting and told != closed:
+                log.info("drained: %d connections closed", closed)
+                told = closed
+            if forced:
+                log.warning("drain timed out: %d connections closed with events in flight",
+                            forced)
+            if late or (not waiting and not linger):
+                break
+            self.socketio.sleep(0.05)
+        return closed
+
+
+def _result(answer: Any) -> str:
+    if isinstance(answer, dict) and answer.get("ok") is False:
+        error = answer.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        return code if isinstance(code, str) else "refused"
+    return "ok"
+
+
+def _game_id(payload: Any, answer: Any) -> str | None:
+    """The game an event was about: its answer's, else the payload's if it is a game id."""
+    game = answer.get("game") if isinstance(answer, dict) else None
+    if isinstance(game, dict) and valid_id(game.get("id")):
+        return game["id"]
+    given = payload.get("game") if isinstance(payload, dict) else None
+    return given if valid_id(given) else None  # never a client's raw bytes in the log
+
+
+def on_gunicorn_worker(worker: Any, timeout: float) -> None:
+    """In a gunicorn gevent worker: on SIGTERM, drain while gunicorn stops accepting."""
+    import signal
+
+    import gevent
+
+    app = worker.wsgi
+    drain: Drain = app.extensions["ttt_drain"]
+
+    def on_term(signum: int, frame: Any) -> None:
+        worker.alive = False  # gunicorn's own handler: close the listener, wait for requests
+        if not drain.draining:
+            gevent.spawn(drain.run, timeout, True)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def install(app: Any, socketio: Any) -> Drain:
+    """Metrics, /metrics, the drain and the log set-up of one app; the drain."""
+    from ttt.web.metrics import serve
+
+    metrics: Metrics = app.extensions["ttt_metrics"]
+    metrics.watch_live(functools.partial(engine_hooks.connection_counts, socketio.server),
+                       lambda: app.extensions["ttt_store"].count_live())
+    serve(app, metrics)
+    drain = app.extensions["ttt_drain"] = Drain(socketio, metrics)
+    return drain
