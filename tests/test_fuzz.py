@@ -602,6 +602,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
         codes |= found
         return None if found else self.games[payload["game"]]
 
+    def _rematch_capped(self, game: Game) -> bool:
+        """Whether a rematch of `game` would seat someone over the cap (each person needs
+        room for it, not only the one who starts it)."""
+        return any(self._live(pid) >= CAP for pid in set(game.seats.values()) - {None, AI})
+
     def _live(self, pid: str) -> int:
         return sum(1 for g in self.games.values() if not g.over and pid in g.seats.values())
 
@@ -627,7 +632,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
             assert ((event == "move" and codes <= {"occupied", "stale"})
                     or (event == "react" and codes == {"rate_limited"})
                     or (event == "rematch" and codes == {"not_allowed"}
-                        and self._live(player.pid) >= CAP)), (event, codes)
+                        and self._rematch_capped(game))), (event, codes)
         if not listed and not codes:
             # Accepted but not offered: a rematch of an AI or pass-and-play game still on (for
             # version 1 clients), and the offerer asking again (it stays an offer).
@@ -932,7 +937,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
                     kind = "offer"  # the offerer calling again stays an offer
                 else:
                     kind = "start"
-                    if self._live(player.pid) >= CAP:
+                    if self._rematch_capped(game):
                         codes.add("not_allowed")
         known = set(self.store._games)
         self._as_can_says(player, game, "rematch", codes)
