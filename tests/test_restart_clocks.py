@@ -43,7 +43,7 @@ def wait_past(moment: float, seconds: float) -> None:
     time.sleep(max(0.0, moment + seconds - time.monotonic()))
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def test_a_server_killed_longer_than_the_time_left_charges_nobody(kind, tmp_path, request):
     env = env_for(kind, tmp_path, request)
     log = tmp_path / "server.log"
@@ -78,6 +78,7 @@ def test_a_server_killed_longer_than_the_time_left_charges_nobody(kind, tmp_path
     assert "Traceback" not in log.read_text()
 
 
+@pytest.mark.redis
 def test_a_paused_redis_charges_nobody_for_the_time_it_was_away(tmp_path, redis_server,
                                                                 redis_url):
     """The server stays up but its store does not answer: that time is not charged either."""
