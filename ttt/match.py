@@ -426,7 +426,7 @@ def time_out(match: Match, now: float) -> Match:
     if not expired(match, now):
         return match
     assert match.turn is not None
-    if match.opening:
+    if match.opening and match.clock is not None:  # a fair start (a bot's own deadline: lost)
         return match.changed(now, finish=_ending(Termination.NO_START), deadline=None)
     return match.changed(now, finish=_ending(Termination.TIME, other(match.turn)), deadline=None)
 
