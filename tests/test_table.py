@@ -402,7 +402,7 @@ def test_a_move_in_time_restarts_the_clock_for_the_other_side(table, clock):
 def test_downtime_is_given_back_to_the_clocks_once(table, clock):
     """No stamp for longer than `outage_after` (server or store down): the clocks resume
     with the time they had; a short pause between ticks is no outage."""
-    table.resume()
+    table.resume_clocks()
     ana, ben, gid = started(table, clock)
     clock.now += 4
     assert table.tick() == []
@@ -418,7 +418,7 @@ def test_downtime_is_given_back_to_the_clocks_once(table, clock):
 
 
 def test_a_move_right_after_an_outage_resumes_the_clocks_before_judging(table, clock):
-    table.resume()
+    table.resume_clocks()
     ana, ben, gid = started(table, clock)
     clock.now += 60  # the store was out of reach: no tick stamped it
     moved = ana.ok("move", game=gid, cell=8).answer["game"]

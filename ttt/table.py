@@ -676,7 +676,7 @@ class Table:
 
     BEAT_EVERY = 1.0  # seconds between this process's stamps in the store
 
-    def resume(self) -> list[Push]:
+    def resume_clocks(self) -> list[Push]:
         """Stamp the store as served now; after an outage (no stamp for `outage_after`), give
         every running clock the downtime back first. The pushes of the games credited."""
         now = self.clock()
@@ -689,15 +689,15 @@ class Table:
         return [push for match in credited for push in self.game_pushes(match)]
 
     def _resume_if_stale(self) -> list[Push]:
-        """`resume` when the clock loop has not stamped for a while (the store just came back)."""
+        """`resume_clocks` when the clock loop has not stamped for a while (the store is back)."""
         if self._beaten is None or self.clock() - self._beaten <= self.limits.outage_after:
             return []
-        return self.resume()
+        return self.resume_clocks()
 
     def tick(self) -> list[Push]:
         """End the timed games whose clock ran out; the pushes that says so."""
         # Once a clock loop runs, it stamps the store first (and gives back an outage).
-        pushes: list[Push] = self.resume() if self._beaten is not None else []
+        pushes: list[Push] = self.resume_clocks() if self._beaten is not None else []
         for game_id in self.store.due(self.clock()):
             changed = self.store.update(game_id, lambda m: time_out(m, self.clock()))
             if changed and changed[1].rev != changed[0].rev:

@@ -214,7 +214,7 @@ def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
     config = app.config
 
     try:  # before any event is served: clocks get back the time the server was down
-        table.resume()
+        table.resume_clocks()
     except Exception as error:  # the store is out of reach: the clock loop tries again
         log.warning("clocks not resumed yet: %s", error)
 
