@@ -109,10 +109,11 @@ def test_a_bots_clock_waits_for_the_open_seat_of_its_link_to_fill():
 def test_a_shorter_game_clock_wins_over_the_bot_deadline():
     bot, person = new_player_id(), "p" * 22
     game = create("friend", person, 0.0, you="X", clock=10)
-    seated = game.changed(0.0, seats={"X": person, "O": bot}, deadline=8.0)
-    after = play(seated, person, 4, 5.0)  # O's clock starts: 10 s from the move
-    assert with_deadline(seated, after, 30).deadline == after.deadline == 15.0
-    assert with_deadline(seated, after, 3).deadline == 8.0
+    seated = game.changed(0.0, seats={"X": person, "O": bot})
+    opened = play(play(seated, person, 4, 1.0), bot, 0, 2.0)  # both first moves: a fair start
+    after = play(opened, person, 8, 5.0)  # O's clock runs: 10 s from the move
+    assert with_deadline(opened, after, 30).deadline == after.deadline == 15.0
+    assert with_deadline(opened, after, 3).deadline == 8.0
 
 
 def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():

@@ -273,3 +273,24 @@ def test_analyze_a_past_position_of_a_finished_game_by_ply(sio):
     assert answer["analysis"]["turn"] == "O" and answer["analysis"]["best"] == [4]
     assert error_code(call(sio, "analyze", {"game": game["id"], "ply": 6})) == "bad_request"
     assert error_code(call(sio, "analyze", {"game": game["id"], "ply": "1"})) == "bad_request"
+
+
+def test_a_move_after_the_time_ran_out_reaches_the_mover_with_the_ending(app, make_player):
+    """The refusal carries the ended game, and the mover's own connection gets its push."""
+    from ttt.web import get_table
+
+    table = get_table(app)
+    now = [1_000_000.0]
+    table.clock = lambda: now[0]
+    alice, bob = make_player(), make_player()
+    game = new_game(alice, mode="friend", you="X", clock=10)["game"]
+    call(bob, "join", {"game": game["id"]})
+    call(alice, "move", {"game": game["id"], "cell": 4})
+    call(bob, "move", {"game": game["id"], "cell": 0})
+    alice.get_received()
+    now[0] += 11  # X's 10 s ran out; the server's tick has not run
+    late = call(alice, "move", {"game": game["id"], "cell": 8})
+    assert error_code(late) == "game_over"
+    assert late["game"]["reason"] == "time" and late["game"]["you"] == "X"
+    pushed = pushes(alice, "game")
+    assert pushed and pushed[-1]["status"] == "won" and pushed[-1]["winner"] == "O"

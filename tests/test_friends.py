@@ -151,9 +151,12 @@ def test_a_timed_game_ends_by_itself_for_both_players_and_a_spectator(quick_clai
     game = ana.call("new_game", {"mode": "friend", "you": "X", "clock": 10})["game"]
     assert game["clock"] == 10 and game["time_left"] is None  # waiting for a friend
     joined = ben.call("join", {"game": game["id"]})["game"]
-    assert 9 < joined["time_left"] <= 10
+    assert 29 < joined["time_left"] <= 30  # a fair start: the first-move window
     cy = quick_claims()
     cy.call("join", {"game": game["id"]})
+    assert ana.call("move", {"game": game["id"], "cell": 4})["ok"]
+    moved = ben.call("move", {"game": game["id"], "cell": 0})["game"]
+    assert 9 < moved["time_left"] <= 10  # both have moved: the clock runs
     for who in (ana, ben, cy):  # nobody sends anything: the server ends it
         ended = who.wait_for("game", lambda g: g["status"] == "won", timeout=20)
         assert ended["reason"] == "time" and ended["winner"] == "O"

@@ -46,6 +46,8 @@ REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 CAN = ("move", "hint", "analyze", "resign", "abort", "claim", "rematch", "decline", "react")
 CAP = 4                      # TTT_MAX_LIVE_PER_PLAYER, small so the cap is reached
 CLAIM_AFTER = 60.0           # TTT_CLAIM_AFTER, the default
+FIRST_MOVE = 30.0            # PROTOCOL v3: a timed game's window for each side's first move
+ABORTS = ("abort", "no_start", "abandoned")  # endings with no result
 REACT_EVERY = 1.0            # one reaction a second per player
 NAME_LENGTH = 24
 URLSAFE = string.ascii_letters + string.digits + "-_"
@@ -178,6 +180,7 @@ class Game:
     seated: dict[str, float | None] = field(default_factory=_nobody)  # when each seat was taken
     clock: int | None = None
     deadline: float | None = None            # when the side on move runs out of time
+    aborted_by: str | None = None            # the side that called a friend game off
 
     def _repr_pretty_(self, printer, cycle) -> None:  # how Hypothesis prints a draw
         printer.text(f"Game({self.id[:6]}…, {self.mode}, moves={self.moves})")
@@ -189,7 +192,7 @@ class Game:
     @property
     def status(self) -> str:
         if self.finish:
-            return "aborted" if self.finish[0] == "abort" else "won"
+            return "aborted" if self.finish[0] in ABORTS else "won"
         winner, over = outcome(self.moves)
         return "won" if winner else "draw" if over else "playing"
 
@@ -236,10 +239,12 @@ class Game:
         return score
 
     def restart_clock(self, now: float) -> None:
-        """The side on move gets the full clock once both seats are taken."""
+        """Once both seats are taken the side on move gets the first-move window for each
+        side's first move (PROTOCOL v3's fair start), the full clock after that."""
         running = (self.clock is not None and not self.over
                    and all(self.seats[m] is not None for m in "XO"))
-        self.deadline = now + self.clock if running else None
+        window = FIRST_MOVE if self.played < 2 else self.clock
+        self.deadline = now + window if running else None
 
 
 @dataclass
@@ -424,7 +429,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
         emit_all(self.socketio, self.table.tick())  # what the housekeeping loop does
         for game in self.games.values():
             if game.deadline is not None and not game.over and game.deadline <= self.now:
-                game.finish = ("time", other(game.turn))
+                # A first move that never came calls the game off; later, it is lost on time.
+                game.finish = ("no_start", None) if game.played < 2 else ("time", other(game.turn))
                 game.deadline = None
 
     # --- what a receiver sees -----------------------------------------------------------------
@@ -448,10 +454,12 @@ class TicTacToeMachine(RuleBasedStateMachine):
                 can.add("abort")
             if self._claimable_in(game, role) == 0:
                 can.add("claim")
+        if game.mode == "local" and role == "both" and playing:
+            can.add("abort")  # pass-and-play: its one player may call it off at any time
         # Against a friend, a rematch of a finished game: an offer or its acceptance (not the
         # offerer's own again: that changes nothing). Against the AI and in pass-and-play at
-        # any time (version 1). Never of an aborted game.
-        if seated and game.status != "aborted" and (game.mode != "friend" or (
+        # any time (version 1). After an abort too (PROTOCOL v3: one tap to a new game).
+        if seated and (game.mode != "friend" or (
                 not playing and (game.rematch_id or game.offer != role))):
             can.add("rematch")
         if sided and game.offer and not game.rematch_id:
@@ -483,6 +491,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
             "offer": {"rematch": game.offer} if game.offer else None,
             "score": game.score(), "names": dict(game.names), "watchers": self._watchers(game),
             "clock": game.clock, "time_left": None if left is None else round(left, 1),
+            "aborted": ({"reason": game.finish[0], "by": game.aborted_by}
+                        if game.status == "aborted" else None),
         }
 
     def _check_view(self, got: Any, game: Game, role: str) -> None:
@@ -592,6 +602,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
         codes |= found
         return None if found else self.games[payload["game"]]
 
+    def _rematch_capped(self, game: Game) -> bool:
+        """Whether a rematch of `game` would seat someone over the cap (each person needs
+        room for it, not only the one who starts it)."""
+        return any(self._live(pid) >= CAP for pid in set(game.seats.values()) - {None, AI})
+
     def _live(self, pid: str) -> int:
         return sum(1 for g in self.games.values() if not g.over and pid in g.seats.values())
 
@@ -617,7 +632,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
             assert ((event == "move" and codes <= {"occupied", "stale"})
                     or (event == "react" and codes == {"rate_limited"})
                     or (event == "rematch" and codes == {"not_allowed"}
-                        and self._live(player.pid) >= CAP)), (event, codes)
+                        and self._rematch_capped(game))), (event, codes)
         if not listed and not codes:
             # Accepted but not offered: a rematch of an AI or pass-and-play game still on (for
             # version 1 clients), and the offerer asking again (it stays an offer).
@@ -679,6 +694,10 @@ class TicTacToeMachine(RuleBasedStateMachine):
         assert stored == game.moves
         self.games[gid] = game
         self.order.append(gid)
+        for left in self.games.values():  # a new game ends the player's pass-and-play games
+            if left.mode == "local" and left.id != gid and not left.over and (
+                    left.seats["X"] == player.pid):
+                left.finish = ("abandoned", None)
         self._show(player, gid)
         self._check_seated(answer, player, game)
 
@@ -872,8 +891,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
         codes: set[str] = set()
         game = self._game_of(payload, codes)
         role = self._seated_codes(game, player, codes)
-        if game is not None and (game.mode != "friend" or role not in ("X", "O")
-                                 or game.played >= 2):
+        if game is not None and game.mode != "local" and (
+                game.mode != "friend" or role not in ("X", "O") or game.played >= 2):
             codes.add("not_allowed")  # both X and O have moved: resign instead
         self._as_can_says(player, game, "abort", codes)
         answer = self._send(player, "abort", payload, *extra)
@@ -881,6 +900,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
             return
         assert game is not None
         game.finish = ("abort", None)
+        game.aborted_by = role if role in ("X", "O") else None
         game.deadline = None
         self._ended(player, answer, game, record=False)
 
@@ -913,13 +933,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
             else:
                 if game.mode == "friend" and not game.over:
                     codes.add("not_allowed")
-                if game.status == "aborted":
-                    codes.add("not_allowed")
                 if game.mode == "friend" and game.offer != other(role):
                     kind = "offer"  # the offerer calling again stays an offer
                 else:
                     kind = "start"
-                    if self._live(player.pid) >= CAP:
+                    if self._rematch_capped(game):
                         codes.add("not_allowed")
         known = set(self.store._games)
         self._as_can_says(player, game, "rematch", codes)
@@ -963,6 +981,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
         assert list(stored.moves) == fresh.moves
         fresh.restart_clock(self.now)
         game.rematch_id, game.offer = gid, None
+        if game.mode == "local" and not game.over:  # replayed mid-game: the old one is left
+            game.finish = ("abandoned", None)
         self.games[gid] = fresh
         self.order.append(gid)
         return fresh
@@ -1303,9 +1323,9 @@ class TicTacToeMachine(RuleBasedStateMachine):
                 reason, by = game.finish
                 assert not over and public["turn"] is None and public["line"] is None
                 assert public["winner"] == by
-                if reason == "abort":
+                if reason in ABORTS:
                     assert public["status"] == "aborted" and public["reason"] is None
-                    assert game.mode == "friend" and game.played < 2
+                    assert game.mode == "local" or game.played < 2
                 else:
                     assert public["status"] == "won" and public["reason"] == reason
             elif winner:

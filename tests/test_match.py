@@ -7,12 +7,15 @@ import pytest
 
 from ttt.match import (
     AI,
+    FIRST_MOVE,
     Match,
     MatchError,
+    abandon,
     abort,
     allowed,
     claim,
     create,
+    credit_outage,
     decline,
     expired,
     hint,
@@ -126,9 +129,37 @@ def test_abort_only_before_both_sides_have_moved_and_counts_nowhere():
     gone = abort(one, "bob", NOW)
     assert gone.status == "aborted" and gone.winner is None and gone.reason is None
     assert gone.score() == {"X": 0, "O": 0, "draws": 0}
+    assert gone.view("X", online={}, claimable_in=None, watchers=0, now=NOW)["aborted"] == {
+        "reason": "abort", "by": "O"}
+    assert Match.from_json(gone.to_json()) == gone
     two = play(one, "bob", 0, NOW)
     assert code_of(abort, two, "alice", NOW) == "not_allowed"
-    assert code_of(offer_rematch, gone, "alice", NOW) == "not_allowed"
+
+
+def test_after_an_abort_one_offer_and_one_acceptance_start_a_new_game_same_score():
+    match = resign(take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW), "bob", NOW)
+    _, second = rematch(offer_rematch(match, "alice", NOW), "bob", NOW, rng())
+    gone = abort(second, "bob", NOW)
+    assert "rematch" in allowed(gone, "X", None) and "rematch" in allowed(gone, "O", None)
+    offered = offer_rematch(gone, "alice", NOW)
+    old, third = rematch(offered, "bob", NOW, rng())
+    assert old.rematch_id == third.id and third.seats == {"X": "alice", "O": "bob"}
+    assert third.score() == {"X": 1, "O": 0, "draws": 0}  # Alice's win, nothing for the abort
+
+
+def test_pass_and_play_is_called_off_by_its_player_or_left_for_another_game():
+    local = play(create("local", "alice", NOW), "alice", 4, NOW)
+    assert "abort" in allowed(local, "both", None)
+    gone = abort(local, "alice", NOW + 1)
+    assert gone.status == "aborted" and gone.score() == {"X": 0, "O": 0, "draws": 0}
+    assert code_of(abort, local, "bob", NOW) == "spectator"
+    left = abandon(local, NOW)
+    assert left.status == "aborted" and left.finish.termination == "abandoned"
+    assert abandon(gone, NOW) is gone
+    friend = create("friend", "alice", NOW)
+    assert abandon(friend, NOW) is friend
+    old, fresh = rematch(local, "alice", NOW, rng())  # replayed mid-game: the old one ends
+    assert old.is_over and old.status == "aborted" and not fresh.is_over
 
 
 def test_friend_rematch_is_an_offer_the_other_player_accepts_or_declines():
@@ -161,23 +192,69 @@ def test_can_lists_what_each_receiver_may_do():
     # Version 1 starts a rematch against the AI or in pass-and-play at any time.
     assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign", "rematch"]
     local = create("local", "alice", NOW)
-    assert allowed(local, "both", None) == ["move", "hint", "analyze", "rematch"]
+    assert allowed(local, "both", None) == ["move", "hint", "analyze", "abort", "rematch"]
     assert allowed(abort(take_seat(create("friend", "a", NOW), "b", NOW), "a", NOW),
-                   "X", None) == ["analyze", "react"]
+                   "X", None) == ["analyze", "rematch", "react"]
 
 
-def test_a_timed_game_runs_only_once_both_seats_are_taken():
+def test_a_timed_game_starts_fairly_then_runs_a_full_clock_a_move():
     waiting = create("friend", "alice", NOW, you="X", clock=10)
     assert waiting.deadline is None
     match = take_seat(waiting, "bob", NOW + 5)
-    assert match.deadline == NOW + 15 and match.seconds_left(NOW + 12) == 3.0
-    moved = play(match, "alice", 4, NOW + 14)
-    assert moved.deadline == NOW + 24
-    assert not expired(moved, NOW + 23.9) and time_out(moved, NOW + 23.9) is moved
-    late = time_out(moved, NOW + 24)
+    # X's first move: the first-move window, counted from both seats taken.
+    assert match.deadline == NOW + 5 + FIRST_MOVE and match.seconds_left(NOW + 12) == 23.0
+    first = play(match, "alice", 4, NOW + 14)
+    assert first.deadline == NOW + 14 + FIRST_MOVE  # O's first move: its own window
+    second = play(first, "bob", 0, NOW + 40)
+    assert second.deadline == NOW + 50  # both have moved: the clock runs, 10 s a move
+    moved = play(second, "alice", 8, NOW + 45)
+    assert moved.deadline == NOW + 55
+    assert not expired(moved, NOW + 54.9) and time_out(moved, NOW + 54.9) is moved
+    late = time_out(moved, NOW + 55)
     assert late.winner == "X" and late.reason == "time" and late.deadline is None
     assert code_of(create, "ai", "alice", NOW, level="easy", clock=10) == "bad_request"
     assert code_of(create, "friend", "alice", NOW, clock=15) == "bad_request"
+
+
+@pytest.mark.parametrize("first_moves", [(), (4,)])
+def test_a_missed_first_move_calls_the_game_off_with_no_result(first_moves):
+    match = take_seat(create("friend", "alice", NOW, you="X", clock=10), "bob", NOW)
+    for cell in first_moves:
+        match = play(match, match.seats[match.turn], cell, NOW)
+    assert time_out(match, NOW + FIRST_MOVE - 0.1) is match
+    gone = time_out(match, NOW + FIRST_MOVE)
+    assert gone.status == "aborted" and gone.winner is None and gone.reason is None
+    assert gone.finish.termination == "no_start" and gone.score() == {"X": 0, "O": 0, "draws": 0}
+    view = gone.view("O", online={}, claimable_in=None, watchers=0, now=NOW + FIRST_MOVE)
+    assert view["aborted"] == {"reason": "no_start", "by": None} and view["time_left"] is None
+    assert "rematch" in view["can"]
+
+
+def test_a_rematch_of_a_timed_game_opens_with_the_first_move_window():
+    match = resign(take_seat(create("friend", "a", NOW, clock=30), "b", NOW), "b", NOW)
+    _, fresh = rematch(offer_rematch(match, "a", NOW), "b", NOW + 1, rng())
+    assert fresh.deadline == NOW + 1 + FIRST_MOVE
+
+
+def test_an_outage_is_given_back_to_a_running_clock_once():
+    match = take_seat(create("friend", "alice", NOW, you="X", clock=10), "bob", NOW)
+    match = play(play(match, "alice", 4, NOW), "bob", 0, NOW + 1)  # X on move until NOW + 11
+    credited = credit_outage(match, NOW + 3, 40.0)
+    assert credited.deadline == NOW + 51 and credited.rev == match.rev + 1
+    assert credited.updated == match.updated  # nobody acted: not a touch
+    assert credit_outage(match, NOW + 12, 40.0) is match  # ran out before the outage
+    assert credit_outage(resign(match, "bob", NOW), NOW, 40.0).deadline is None
+    untimed = take_seat(create("friend", "a", NOW), "b", NOW)
+    assert credit_outage(untimed, NOW, 40.0) is untimed
+
+
+def test_a_match_stored_before_fair_starts_still_reads():
+    old = take_seat(create("friend", "alice", NOW, clock=10), "bob", NOW).to_json()
+    old["finish"] = ["abort", None]
+    old["deadline"] = NOW + 10
+    del old["aborted_by"]  # a row written before this field
+    match = Match.from_json(old)
+    assert match.status == "aborted" and match.aborted_by is None
 
 
 def test_names_follow_the_seats_and_rename_changes_only_the_players_seats():

@@ -137,6 +137,8 @@ def test_a_timed_game_ends_once_with_the_clock_running_in_both_processes(two_ser
     assert bob.call("join", {"game": game["id"]})["game"]["time_left"] > 9
     carol.call("join", {"game": game["id"]})
     assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
+    assert bob.call("move", {"game": game["id"], "cell": 0})["ok"]
+    assert alice.call("move", {"game": game["id"], "cell": 8})["ok"]  # O's clock now runs
     ended = {}
     for who in (alice, bob, carol):  # nobody sends anything: a process ends it
         ended[id(who)] = who.wait_for("game", lambda g: g["status"] == "won", timeout=25)
@@ -147,4 +149,4 @@ def test_a_timed_game_ends_once_with_the_clock_running_in_both_processes(two_ser
         who.wait_for("reaction", lambda r: r["reaction"] == "gg")
         assert len([g for g in who.pushed("game") if g["status"] == "won"]) == 1
     final = bob.call("join", {"game": game["id"]})["game"]
-    assert final["moves"] == [4] and final["reason"] == "time"
+    assert final["moves"] == [4, 0, 8] and final["reason"] == "time"

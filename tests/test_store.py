@@ -267,9 +267,10 @@ def test_names_live_games_and_due_clocks(store):
     store.create(done)
     assert len(store.live_games("alice")) == 2 and timed.id in store.live_games("alice")
     assert store.live_games("bob") == [timed.id]
-    assert store.due(NOW + 9.9) == [] and store.due(NOW + 10) == [timed.id]
+    # The first moves have the first-move window (FIRST_MOVE, 30 s) each.
+    assert store.due(NOW + 29.9) == [] and store.due(NOW + 30) == [timed.id]
     store.update(timed.id, lambda m: play(m, "alice", 4, NOW + 5))
-    assert store.due(NOW + 10) == [] and store.due(NOW + 15) == [timed.id]
+    assert store.due(NOW + 30) == [] and store.due(NOW + 35) == [timed.id]
     store.update(timed.id, lambda m: resign(m, "bob", NOW + 6))
     assert store.due(NOW + 100) == []
 
@@ -342,3 +343,64 @@ def test_two_processes_on_one_sqlite_file_never_act_on_a_stale_copy(tmp_path):
     finally:
         one.close()
         two.close()
+
+
+def _running(store, seconds=10):
+    """A timed friend game in which both have moved: X on move, its clock running."""
+    from ttt.match import play
+
+    match = take_seat(create("friend", "alice", NOW, you="X", clock=seconds), "bob", NOW)
+    match = play(play(match, "alice", 4, NOW), "bob", 0, NOW)
+    store.create(match)
+    return match
+
+
+def test_resume_stamps_and_gives_an_outage_back_to_running_clocks_once(store):
+    from ttt.match import credit_outage
+
+    assert store.resume(lambda: NOW, 5.0, credit_outage) == []  # the first stamp: nothing to give
+    match = _running(store)  # X runs out at NOW + 10
+    done = resign(_running(store), "bob", NOW)
+    store.update(done.id, lambda m: resign(m, "bob", NOW))
+    assert store.resume(lambda: NOW + 4, 5.0, credit_outage) == []  # a tick, not an outage
+    credited = store.resume(lambda: NOW + 104, 5.0, credit_outage)  # down for 100 s
+    assert [m.id for m in credited] == [match.id]
+    assert store.get(match.id).deadline == NOW + 110 == credited[0].deadline
+    assert store.due(NOW + 109) == [] and store.due(NOW + 110) == [match.id]
+    assert store.resume(lambda: NOW + 104.5, 5.0, credit_outage) == []  # given once, not twice
+    after = store.update(match.id, lambda m: play(m, "alice", 8, NOW + 105))[1]
+    assert after.deadline == NOW + 115  # the compare-and-set still holds after a credit
+
+
+def test_racing_resumes_give_the_outage_back_exactly_once(store):
+    from ttt.match import credit_outage
+
+    store.resume(lambda: NOW, 5.0, credit_outage)
+    match = _running(store)
+    barrier = threading.Barrier(6)
+    given = []
+
+    def resume():
+        barrier.wait()
+        given.extend(store.resume(lambda: NOW + 60, 5.0, credit_outage))
+
+    threads = [threading.Thread(target=resume) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(given) == 1 and store.get(match.id).deadline == NOW + 70
+
+
+def test_sqlite_keeps_the_stamp_across_a_restart(tmp_path):
+    from ttt.match import credit_outage
+
+    path = tmp_path / "games.sqlite3"
+    first = open_store(f"sqlite:///{path}")
+    first.resume(lambda: NOW, 5.0, credit_outage)
+    match = _running(first)
+    first.close()
+    again = open_store(f"sqlite:///{path}")
+    assert [m.id for m in again.resume(lambda: NOW + 40, 5.0, credit_outage)] == [match.id]
+    assert again.get(match.id).deadline == NOW + 50
+    again.close()

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from ttt.match import FIRST_MOVE
 from ttt.store import open_store
 from ttt.table import Limits, Reply, Table, room
 from ttt.thinker import Inline, Scheduler
@@ -211,7 +212,8 @@ def test_abort_before_both_moved_then_not(table):
     ana.ok("move", game=gid, cell=4)
     gone = ben.ok("abort", game=gid).answer["game"]
     assert gone["status"] == "aborted" and gone["winner"] is None
-    assert gone["can"] == ["analyze", "react"]
+    assert gone["can"] == ["analyze", "rematch", "react"]
+    assert gone["aborted"] == {"reason": "abort", "by": "O"}
     more, other, gid2 = friends(table)
     more.ok("move", game=gid2, cell=4)
     other.ok("move", game=gid2, cell=0)
@@ -291,6 +293,14 @@ def test_ai_rematch_starts_at_once_with_sides_swapped(table):
 
 # --- timed games -------------------------------------------------------------------------------
 
+def started(table, clock, seconds=10):
+    """A timed friend game in which both sides made their first move: X on move, clock on."""
+    ana, ben, gid = friends(table, clock=seconds)
+    ana.ok("move", game=gid, cell=4)
+    ben.ok("move", game=gid, cell=0)
+    return ana, ben, gid
+
+
 def test_the_clock_waits_for_the_second_player_then_ends_the_game_by_itself(table, clock):
     ana = Person(table)
     gid = ana.ok("new_game", mode="friend", you="X", clock=10).answer["game"]["id"]
@@ -298,7 +308,9 @@ def test_the_clock_waits_for_the_second_player_then_ends_the_game_by_itself(tabl
     assert table.tick() == []  # nobody to play against yet: no clock
     ben = Person(table)
     joined = ben.ok("join", game=gid).answer["game"]
-    assert joined["clock"] == 10 and joined["time_left"] == 10
+    assert joined["clock"] == 10 and joined["time_left"] == FIRST_MOVE
+    ana.ok("move", game=gid, cell=4)
+    ben.ok("move", game=gid, cell=0)
     clock.now += 9.9
     assert table.tick() == []
     clock.now += 0.1
@@ -309,8 +321,36 @@ def test_the_clock_waits_for_the_second_player_then_ends_the_game_by_itself(tabl
     assert table.tick() == []  # ended once
 
 
+def test_a_timed_game_is_not_lost_before_it_is_seen_it_is_called_off(table, clock):
+    """The creator away sending the link: no first move in 30 s ends it with no result."""
+    ana, ben, gid = friends(table, clock=10)
+    clock.now += 10
+    assert table.tick() == []  # the clock of X has not started: X has not moved yet
+    assert ana.ok("join", game=gid).answer["game"]["time_left"] == FIRST_MOVE - 10
+    clock.now += FIRST_MOVE - 10
+    views = {p.room: p.body() for p in table.tick()}
+    to_ana = views[room(gid, "X")]
+    assert to_ana["status"] == "aborted" and to_ana["winner"] is None
+    assert to_ana["aborted"] == {"reason": "no_start", "by": None}
+    assert to_ana["score"] == {"X": 0, "O": 0, "draws": 0} and "rematch" in to_ana["can"]
+    # One tap each: an offer and its acceptance start a new game on the same chain.
+    ana.ok("rematch", game=gid)
+    fresh = ben.ok("rematch", game=gid).answer
+    assert fresh["started"] is True and fresh["game"]["time_left"] == FIRST_MOVE
+
+
+def test_o_has_its_own_first_move_window_then_loses_on_time_only_later(table, clock):
+    ana, ben, gid = friends(table, clock=10)
+    clock.now += 25
+    moved = ana.ok("move", game=gid, cell=4).answer["game"]
+    assert moved["time_left"] == FIRST_MOVE  # O's window starts with X's first move
+    clock.now += FIRST_MOVE
+    ended = {p.room: p.body() for p in table.tick()}[room(gid, "X")]
+    assert ended["status"] == "aborted" and ended["aborted"]["reason"] == "no_start"
+
+
 def test_a_reload_does_not_reset_the_clock(table, clock):
-    ana, ben, gid = friends(table, clock=30)
+    ana, ben, gid = started(table, clock, seconds=30)
     clock.now += 20
     ben.leave()
     ben = Person(table, ben.player)
@@ -318,21 +358,77 @@ def test_a_reload_does_not_reset_the_clock(table, clock):
 
 
 def test_a_move_in_the_same_instant_as_the_timeout_loses_to_it_exactly_once(table, clock):
-    ana, ben, gid = friends(table, clock=10)
+    ana, ben, gid = started(table, clock)
     clock.now += 10
-    late = ana("move", game=gid, cell=4)
+    late = ana("move", game=gid, cell=8)
     assert late.answer["error"]["code"] == "game_over"
     assert pushed(late, room(gid, "O"))["reason"] == "time"
     assert table.tick() == []
     game = ana.ok("join", game=gid).answer["game"]
-    assert game["winner"] == "O" and game["moves"] == []
+    assert game["winner"] == "O" and game["moves"] == [4, 0]
+
+
+def test_a_move_after_the_time_ran_out_shows_the_mover_the_ending(table, clock):
+    """The refusal carries the ended game and the push reaches the mover's connections too
+    (before: no game in the answer, and every push skipped the sender)."""
+    ana, ben, gid = started(table, clock)
+    tab = Person(table, ana.player)  # the mover's other tab
+    tab.ok("join", game=gid)
+    clock.now += 10.5  # the server's tick has not run yet
+    late = ana("move", game=gid, cell=8)
+    assert late.answer["ok"] is False and late.answer["error"]["code"] == "game_over"
+    game = late.answer["game"]
+    assert game["status"] == "won" and game["winner"] == "O" and game["reason"] == "time"
+    assert game["you"] == "X" and "rematch" in game["can"]
+    to_x = [p for p in late.pushes if p.room == room(gid, "X")]
+    assert to_x and not any(p.skip_sender for p in to_x)
+
+
+def test_a_late_first_move_shows_the_mover_the_game_called_off(table, clock):
+    ana, ben, gid = friends(table, clock=10)
+    clock.now += FIRST_MOVE
+    late = ana("move", game=gid, cell=4).answer
+    assert late["error"]["code"] == "game_over" and "called off" in late["error"]["message"]
+    assert late["game"]["status"] == "aborted" and late["game"]["aborted"]["reason"] == "no_start"
 
 
 def test_a_move_in_time_restarts_the_clock_for_the_other_side(table, clock):
-    ana, ben, gid = friends(table, clock=10)
+    ana, ben, gid = started(table, clock)
     clock.now += 9.9
-    moved = ana.ok("move", game=gid, cell=4).answer["game"]
+    moved = ana.ok("move", game=gid, cell=8).answer["game"]
     assert moved["time_left"] == 10 and moved["turn"] == "O"
+
+
+def test_downtime_is_given_back_to_the_clocks_once(table, clock):
+    """No stamp for longer than `outage_after` (server or store down): the clocks resume
+    with the time they had; a short pause between ticks is no outage."""
+    table.resume_clocks()
+    ana, ben, gid = started(table, clock)
+    clock.now += 4
+    assert table.tick() == []
+    clock.now += 120  # nothing ran: the server was down
+    pushes = table.tick()  # resumes first: the game is not ended
+    view = pushed(Reply({}, pushes), room(gid, "X"))
+    assert view["status"] == "playing" and view["time_left"] == 6
+    assert table.tick() == []
+    clock.now += 3
+    assert table.tick() == []
+    clock.now += 3
+    assert [p.body()["reason"] for p in table.tick() if p.room == room(gid, "O")] == ["time"]
+
+
+def test_a_move_right_after_an_outage_resumes_the_clocks_before_judging(table, clock):
+    table.resume_clocks()
+    ana, ben, gid = started(table, clock)
+    clock.now += 60  # the store was out of reach: no tick stamped it
+    moved = ana.ok("move", game=gid, cell=8).answer["game"]
+    assert moved["status"] == "playing" and moved["moves"] == [4, 0, 8]
+
+
+def test_without_a_clock_loop_nothing_is_resumed(table, clock):
+    ana, ben, gid = started(table, clock)
+    clock.now += 60
+    assert ana("move", game=gid, cell=8).answer["error"]["code"] == "game_over"
 
 
 # --- names, watchers, reactions ----------------------------------------------------------------
@@ -401,11 +497,47 @@ def test_live_games_per_player_are_capped(clock):
     table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
                   limits=Limits(creations_per_minute=0, live_per_player=2, live_total=3))
     ana, ben = Person(table), Person(table)
-    ana.ok("new_game", mode="local")
-    ana.ok("new_game", mode="local")
-    assert "too many" in ana("new_game", mode="local").answer["error"]["message"]
-    ben.ok("new_game", mode="local")
-    assert "full" in ben("new_game", mode="local").answer["error"]["message"]
+    ai = {"mode": "ai", "you": "X", "level": "easy"}
+    ana.ok("new_game", **ai)
+    ana.ok("new_game", **ai)
+    assert "too many" in ana("new_game", **ai).answer["error"]["message"]
+    ben.ok("new_game", **ai)
+    assert "full" in ben("new_game", **ai).answer["error"]["message"]
+
+
+def test_pass_and_play_games_left_behind_do_not_fill_the_cap(clock):
+    """Before: each pass-and-play game stayed live for 30 days, and the fourth was refused."""
+    store = open_store("memory://")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0, live_per_player=3))
+    ana = Person(table)
+    tab = Person(table, ana.player)
+    first = ana.ok("new_game", mode="local").answer["game"]["id"]
+    tab.ok("join", game=first)
+    ana.ok("move", game=first, cell=4)
+    for _ in range(6):
+        reply = ana.ok("new_game", mode="local")
+        assert store.count_live(ana.player) == 1
+    assert reply.answer["game"]["status"] == "playing"
+    # The other tab that showed the first game is told it ended, with no result.
+    left = store.get(first)
+    assert left.status == "aborted" and left.finish.termination == "abandoned"
+    gid = reply.answer["game"]["id"]
+    gone = ana.ok("abort", game=gid).answer["game"]  # or called off by its player
+    assert gone["status"] == "aborted" and gone["aborted"] == {"reason": "abort", "by": None}
+    assert store.count_live(ana.player) == 0
+    again = ana.ok("rematch", game=gid).answer["game"]["id"]
+    assert ana.ok("rematch", game=again).answer["started"] and store.count_live(ana.player) == 1
+
+
+def test_starting_a_game_tells_the_other_tabs_the_pass_and_play_game_ended(table):
+    ana = Person(table)
+    tab = Person(table, ana.player)
+    first = ana.ok("new_game", mode="local").answer["game"]["id"]
+    tab.ok("join", game=first)
+    reply = ana.ok("new_game", mode="ai", you="X", level="easy")
+    view = pushed(reply, room(first, "both"))
+    assert view["status"] == "aborted" and view["aborted"]["reason"] == "abandoned"
 
 
 def test_a_rematch_is_a_new_game_to_the_caps_and_the_creation_rate(clock):
@@ -476,7 +608,7 @@ def test_join_without_a_game_answers_null_then_the_current_game(table):
     tab = Person(table, ana.player)
     answer = tab.ok("join").answer
     assert answer["game"]["id"] == gid and answer["you"] == "both"
-    assert answer["game"]["can"] == ["move", "hint", "analyze", "rematch"]
+    assert answer["game"]["can"] == ["move", "hint", "analyze", "abort", "rematch"]
 
 
 def test_leaving_for_another_game_leaves_the_seat_offline(table):

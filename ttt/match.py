@@ -23,6 +23,10 @@ MODES: tuple[str, ...] = ("ai", "local", "friend")
 CLOCKS: tuple[int, ...] = (10, 30, 60)       # seconds per move a timed friend game may have
 AI = "ai"                                    # the seat value of the computer
 SIDES: tuple[Mark, Mark] = ("X", "O")
+FIRST_MOVE = 30.0  # seconds a side has for its first move in a timed game, else it is called off
+# Endings with no result: called off by a player, no first move in time, or a pass-and-play
+# game left for another one.
+ABORTS = (Termination.ABORT, Termination.NO_START, Termination.ABANDONED)
 
 
 class MatchError(ValueError):
@@ -73,6 +77,7 @@ class Match:
     seated: dict[str, float | None] = field(default_factory=_nobody)  # when each seat filled
     clock: int | None = None             # seconds per move in a timed friend game
     deadline: float | None = None        # when the side on move runs out of time
+    aborted_by: Mark | None = None       # the side that called the game off, for a player's abort
     variant: str = "classic"
     origin: str | None = None            # a hash of the creator's address, for its live-game cap
     created: float = 0.0
@@ -93,7 +98,7 @@ class Match:
     def status(self) -> str:
         """'playing', 'won', 'draw' or 'aborted'."""
         if self.finish:
-            return "aborted" if self.finish.termination is Termination.ABORT else "won"
+            return "aborted" if self.finish.termination in ABORTS else "won"
         outcome = self.board.outcome()
         if outcome is None:
             return "playing"
@@ -157,6 +162,11 @@ class Match:
             score[self.winner] += 1
         return score
 
+    @property
+    def opening(self) -> bool:
+        """Whether a side has yet to make its first move (the timed game's clock waits)."""
+        return len(self.moves) - self.start < 2
+
     def seconds_left(self, now: float) -> float | None:
         """What the side on move has left in a timed game that is running."""
         if self.deadline is None or self.is_over:
@@ -214,6 +224,8 @@ class Match:
             watchers=watchers,
             clock=self.clock,
             time_left=None if left is None else round(left, 1),
+            aborted=({"reason": self.finish.termination.value, "by": self.aborted_by}
+                     if self.finish and self.status == "aborted" else None),
         )
         return game
 
@@ -226,6 +238,7 @@ class Match:
             "moves": list(self.moves),
             "finish": ([self.finish.termination.value, self.finish.winner] if self.finish
                        else None),
+            "aborted_by": self.aborted_by,
             "rematch_id": self.rematch_id, "offer": self.offer, "hints": dict(self.hints),
             "hinted": self.hinted, "start": self.start, "series": dict(self.series),
             "names": dict(self.names), "seated": dict(self.seated), "clock": self.clock,
@@ -250,6 +263,7 @@ class Match:
             names=dict(data.get("names") or _nobody()),
             seated=dict(data.get("seated") or {m: data["created"] for m in SIDES}),
             clock=data.get("clock"), deadline=data.get("deadline"),
+            aborted_by=data.get("aborted_by"),
             variant=data.get("variant", "classic"), origin=data.get("origin"),
             created=data["created"], updated=data["updated"], rev=data["rev"],
         )
@@ -283,13 +297,15 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
         can.append("analyze")
     if playing and role in ("X", "O") and match.mode in ("friend", "ai"):
         can.append("resign")
-    if playing and role in ("X", "O") and match.mode == "friend" and _abortable(match):
+    if playing and (role in ("X", "O") and match.mode == "friend" and _abortable(match)
+                    or role == "both"):
         can.append("abort")
     if claimable_in == 0 and playing and role in ("X", "O") and match.mode == "friend":
         can.append("claim")
-    # Against a friend a rematch is an offer: the offerer waits, the opponent may accept.
-    # Against the AI and in pass-and-play it starts at once, mid-game too (version 1).
-    if seated and match.status != "aborted" and (
+    # Against a friend a rematch is an offer: the offerer waits, the opponent may accept,
+    # after an abort too (one tap to a new game with the same friend). Against the AI and
+    # in pass-and-play it starts at once, mid-game too (version 1).
+    if seated and (
             match.mode != "friend" or (not playing and (match.rematch_id or match.offer != role))):
         can.append("rematch")
     if match.offer and role in ("X", "O") and not match.rematch_id:
@@ -301,7 +317,7 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
 
 def _abortable(match: Match) -> bool:
     """Whether X and O have not both moved yet."""
-    return len(match.moves) - match.start < 2
+    return match.opening
 
 
 # --- the changes -----------------------------------------------------------------------------
@@ -379,15 +395,19 @@ def play(match: Match, player_id: str, cell: Any, now: float,
     except WrongBoard as error:
         raise MatchError("not_allowed", str(error)) from None
     moved = match.changed(now, moves=(*match.moves, cell),
-                          deadline=_deadline(match, now, board.is_over))
+                          deadline=_deadline(match, now, board.is_over, ahead=1))
     moved.__dict__["board"] = board  # a cached_property, already known: no replay of the moves
     return moved
 
 
-def _deadline(match: Match, now: float, over: bool) -> float | None:
-    """When the side on move runs out: a full clock, none once over or while a seat is open."""
-    running = match.clock is not None and not over and all(match.seats[m] for m in SIDES)
-    return now + match.clock if running else None  # type: ignore[operator]
+def _deadline(match: Match, now: float, over: bool, ahead: int = 0) -> float | None:
+    """When the side on move (`ahead` moves on) runs out: none once over or while a seat is
+    open; for a side's first move the first-move window (lichess's fair start), then a full
+    clock a move."""
+    if match.clock is None or over or not all(match.seats[m] for m in SIDES):
+        return None
+    opening = len(match.moves) + ahead - match.start < 2
+    return now + (FIRST_MOVE if opening else match.clock)
 
 
 def _restart_clock(match: Match, now: float) -> Match:
@@ -401,11 +421,22 @@ def expired(match: Match, now: float) -> bool:
 
 
 def time_out(match: Match, now: float) -> Match:
-    """The timed game lost on time by the side on move (unchanged if its time is not up)."""
+    """The timed game lost on time by the side on move, or called off when that side's first
+    move did not come in time (unchanged if its time is not up)."""
     if not expired(match, now):
         return match
     assert match.turn is not None
+    if match.opening and match.clock is not None:  # a fair start (a bot's own deadline: lost)
+        return match.changed(now, finish=_ending(Termination.NO_START), deadline=None)
     return match.changed(now, finish=_ending(Termination.TIME, other(match.turn)), deadline=None)
+
+
+def credit_outage(match: Match, since: float, downtime: float) -> Match:
+    """The match with `downtime` seconds given back to the side on move, if its clock was
+    running at `since` (when the server was last seen up); `updated` stays (nobody acted)."""
+    if match.deadline is None or match.is_over or match.deadline < since or downtime <= 0:
+        return match
+    return replace(match, deadline=match.deadline + downtime, rev=match.rev + 1)
 
 
 def ai_to_move(match: Match) -> bool:
@@ -476,13 +507,23 @@ def resign(match: Match, player_id: str, now: float) -> Match:
 
 
 def abort(match: Match, player_id: str, now: float) -> Match:
-    """The friend game called off before X and O have both moved; it counts nowhere."""
+    """The game called off: a friend game before X and O have both moved, a pass-and-play
+    game at any time (its one player is both sides); it counts nowhere."""
     role = _checked(match, player_id)
+    if match.mode == "local":
+        return match.changed(now, finish=_ending(Termination.ABORT), deadline=None)
     if match.mode != "friend" or role not in SIDES:
         raise MatchError("not_allowed", "only a game against a friend can be aborted")
     if not _abortable(match):
         raise MatchError("not_allowed", "both sides have moved: resign instead")
-    return match.changed(now, finish=_ending(Termination.ABORT), deadline=None)
+    return match.changed(now, finish=_ending(Termination.ABORT), aborted_by=role, deadline=None)
+
+
+def abandon(match: Match, now: float) -> Match:
+    """The pass-and-play game left for another one: called off (unchanged unless one on)."""
+    if match.mode != "local" or match.is_over:
+        return match
+    return match.changed(now, finish=_ending(Termination.ABANDONED), deadline=None)
 
 
 def _over_and_seated(match: Match, player_id: str) -> str:
@@ -492,8 +533,6 @@ def _over_and_seated(match: Match, player_id: str) -> str:
     # Version 1 clients start a rematch of an AI or pass-and-play game at any time.
     if not match.is_over and match.mode == "friend":
         raise MatchError("not_allowed", "finish this game before a rematch")
-    if match.status == "aborted":
-        raise MatchError("not_allowed", "the game was called off: start a new one")
     return role
 
 
@@ -543,7 +582,10 @@ def rematch(match: Match, player_id: str, now: float, rng: random.Random,
     if think:
         fresh = ai_reply(fresh, rng, now, stamp=False)
     fresh = _restart_clock(fresh, now)
-    return match.changed(now, rematch_id=fresh.id, offer=None), fresh
+    # A pass-and-play game replayed mid-game is left: nobody else could ever finish it.
+    finish = (_ending(Termination.ABANDONED) if match.mode == "local" and not match.is_over
+              else match.finish)
+    return match.changed(now, rematch_id=fresh.id, offer=None, finish=finish), fresh
 
 
 def hint(match: Match, player_id: str, now: float) -> Match:

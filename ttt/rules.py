@@ -67,6 +67,8 @@ class Termination(StrEnum):
     RESIGN = "resign"
     TIME = "time"      # the side on move ran out of time
     ABORT = "abort"    # called off: no result
+    NO_START = "no_start"    # a timed game's first move did not come in time: no result
+    ABANDONED = "abandoned"  # a pass-and-play game left for another one: no result
 
 
 @dataclass(frozen=True, slots=True)

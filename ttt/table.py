@@ -27,12 +27,14 @@ from ttt.match import (
     SIDES,
     Match,
     MatchError,
+    abandon,
     abort,
     ai_plays,
     ai_reply,
     ai_to_move,
     claim,
     create,
+    credit_outage,
     decline,
     expired,
     hint,
@@ -66,6 +68,7 @@ class Limits:
     live_total: int = 100_000
     creations_per_minute: float = 30.0  # per player and per client address; 0: no limit
     reaction_every: float = 1.0         # seconds between one player's reactions
+    outage_after: float = 5.0           # seconds with no server seen up that clocks get back
 
 
 @dataclass
@@ -160,6 +163,8 @@ class Table:
         self.limits = limits or Limits()
         self._creations = Buckets(clock)
         self._reacted: dict[str, float] = {}
+        # When this process last stamped the store as up; None while no clock loop runs (tests).
+        self._beaten: float | None = None
 
     # --- views -------------------------------------------------------------------------------
 
@@ -316,12 +321,31 @@ class Table:
         except CapReached as cap:
             raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
                              else "the server is full; try again in a moment") from None
+        left = self._abandon_local(player, keep=match.id)  # before the views of the games left
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            return self._enter_thinking(sid, self._think_later(match), player)
-        return self._enter(sid, match, player)
+            reply = self._enter_thinking(sid, self._think_later(match), player)
+        else:
+            reply = self._enter(sid, match, player)
+        reply.pushes[:0] = left
+        return reply
+
+    def _abandon_local(self, player: str, keep: str) -> list[Push]:
+        """End the player's other unfinished pass-and-play games: a new game takes their
+        screen, and nobody else can ever finish them (they would count against the caps for
+        30 days). After the new game is made, so a refused new game changes nothing."""
+        pushes: list[Push] = []
+        for game_id in self.store.live_games(player):
+            match = self.store.get(game_id) if game_id != keep else None
+            if match is None or match.mode != "local" or match.is_over:
+                continue
+            changed = self.store.update(game_id, lambda m: abandon(m, self.clock()))
+            if changed and changed[1].rev != changed[0].rev:
+                pushes += self.game_pushes(changed[1])
+        return pushes
 
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
+        resumed = self._resume_if_stale()  # the views' time_left right after an outage
         if "game" in payload:
             match = self._load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
@@ -336,8 +360,11 @@ class Table:
                 return Reply({"ok": True, "game": None, "you": "spectator",
                               "record": self.store.record(player)})
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
-            return self._enter_thinking(sid, self._think_later(match), player)
-        return self._enter(sid, match, player)
+            reply = self._enter_thinking(sid, self._think_later(match), player)
+        else:
+            reply = self._enter(sid, match, player)
+        reply.pushes[:0] = resumed
+        return reply
 
     def move(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
@@ -359,15 +386,26 @@ class Table:
                 after = ai_reply(after, self.rng, now)
             return Update(after, self._credits(match, after))
 
+        pushes = self._resume_if_stale()  # a clock may end nothing before it got an outage back
         before, after = self._update(game_id, change)
         credits = self._credits(before, after)
         if late:
-            return Reply(refusal("game_over", "your time ran out"), self._changed(after, credits))
+            return self._too_late(player, after, pushes + self._changed(after, credits))
         if ai_to_move(after):
             # A slow AI thinks in a worker: the answer carries the move now (and the reply,
             # if it is already in), and the reply follows as a `game` push.
             return self._answer_move(player, played[-1], before, self._think_later(after))
         return self._answer_move(player, played[-1], before, after)
+
+    def _too_late(self, player: str, after: Match, pushes: list[Push]) -> Reply:
+        """The refusal of a move that came after the time ran out: it carries the ended game,
+        and the ending reaches the mover's own connections too (its page learns from both)."""
+        message = ("the first move did not come in time: the game is called off"
+                   if after.status == "aborted" else "your time ran out")
+        answer = refusal("game_over", message)
+        answer["game"] = self.view(after, after.role(player))
+        return Reply(answer, [Push(p.event, p.room, p.payload, skip_sender=False)
+                              for p in pushes])
 
     def _answer_move(self, player: str, played: Match, before: Match, after: Match) -> Reply:
         credits = self._credits(before, after)
@@ -637,9 +675,30 @@ class Table:
 
     # --- the server's own moves -------------------------------------------------------------
 
+    BEAT_EVERY = 1.0  # seconds between this process's stamps in the store
+
+    def resume_clocks(self) -> list[Push]:
+        """Stamp the store as served now; after an outage (no stamp for `outage_after`), give
+        every running clock the downtime back first. The pushes of the games credited."""
+        now = self.clock()
+        if self._beaten is not None and now - self._beaten < self.BEAT_EVERY:
+            return []
+        if self._beaten is None:
+            self._beaten = float("-inf")  # a clock loop runs from now on: moves check it
+        credited = self.store.resume(self.clock, self.limits.outage_after, credit_outage)
+        self._beaten = now
+        return [push for match in credited for push in self.game_pushes(match)]
+
+    def _resume_if_stale(self) -> list[Push]:
+        """`resume_clocks` when the clock loop has not stamped for a while (the store is back)."""
+        if self._beaten is None or self.clock() - self._beaten <= self.limits.outage_after:
+            return []
+        return self.resume_clocks()
+
     def tick(self) -> list[Push]:
         """End the timed games whose clock ran out; the pushes that says so."""
-        pushes: list[Push] = []
+        # Once a clock loop runs, it stamps the store first (and gives back an outage).
+        pushes: list[Push] = self.resume_clocks() if self._beaten is not None else []
         for game_id in self.store.due(self.clock()):
             changed = self.store.update(game_id, lambda m: time_out(m, self.clock()))
             if changed and changed[1].rev != changed[0].rev:

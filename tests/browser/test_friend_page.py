@@ -161,7 +161,7 @@ def test_abort_before_both_moved_and_resign_after(open_page):
     host.locator("#new-game").click()  # X moved, O not yet: leaving calls the game off
     leave_anyway(host, "The game is cancelled: nobody wins, and it counts nowhere.")
     expect(status(guest)).to_have_text("Game cancelled")
-    expect(guest.locator("#rematch")).to_be_disabled()
+    expect(guest.locator("#rematch")).to_be_enabled()  # one tap to a new game with the friend
     expect(status(host)).to_have_text("Waiting for your friend to join")
 
     # Against the AI, Resign asks, and the loss is counted (a first visit plays the easy AI).
@@ -302,6 +302,10 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     guest = open_page("desktop" if device == "phone" else "phone", path=link)
     watcher = open_page(device, path=link)
     expect(status(guest)).to_have_text("Your friend's turn")
+    # A fair start: X's first move has a 30 s window; the 10 s a move runs once both moved.
+    expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
+    expect(clock).to_have_text(re.compile(r"^0:[12]\d$|^0:30$"))
+    play({"host": host, "guest": guest}, [(4, "host"), (0, "guest")])
     expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
     expect(clock).to_have_text(re.compile(r"^0:0\d$"))
     host.reload()  # the clock is the server's: a reload does not give the time back

@@ -29,6 +29,8 @@ class Update(NamedTuple):
 
 
 Change = Callable[[Match], "Match | Update"]
+# Gives a running clock back the time the server was down: (match, last seen up, downtime).
+Credit = Callable[[Match, float, float], Match]
 
 
 def as_update(result: Match | Update) -> Update:
@@ -112,6 +114,14 @@ class Housekeeping(Protocol):
 
     def due(self, now: float) -> list[str]:
         """The ids of timed games whose side on move ran out of time by `now`."""
+
+    def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
+        """Stamp `clock()` as the last moment a server was seen up. When the stamp it replaces
+        is older than `grace` (no server ran, or the store was out of reach), first apply
+        `credit(match, stamp, now - stamp)` to every live timed game, in the same transaction,
+        so no process can end one on time before its clock is given the downtime back.
+        `clock` is read once the stamp is read (a call that waited on the store must not
+        stamp the moment it started). The matches credited."""
 
     def purge(self, finished_before: float, idle_before: float,
               untouched_before: float | None = None) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ttt.match import Match
-from ttt.store import CapReached, Caps, Change, add_credits, as_update, empty_record
+from ttt.store import CapReached, Caps, Change, Credit, add_credits, as_update, empty_record
 
 
 class MemoryStore:
@@ -17,6 +18,7 @@ class MemoryStore:
         self._records: dict[str, dict[str, dict[str, int]]] = {}
         self._current: dict[str, str] = {}
         self._names: dict[str, str] = {}
+        self._beat: float | None = None
 
     def _count_live(self, owner: str | None = None) -> int:
         return sum(1 for m in self._games.values() if not m.is_over
@@ -93,6 +95,20 @@ class MemoryStore:
         with self._lock:
             return sorted(gid for gid, m in self._games.items()
                           if m.deadline is not None and m.deadline <= now and not m.is_over)
+
+    def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
+        with self._lock:
+            now = clock()
+            last, self._beat = self._beat, now
+            if last is None or now - last <= grace:
+                return []
+            credited = []
+            for gid, match in self._games.items():
+                after = credit(match, last, now - last)
+                if after.rev != match.rev:
+                    self._games[gid] = after
+                    credited.append(after)
+            return credited
 
     def purge(self, finished_before: float, idle_before: float,
               untouched_before: float | None = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 
 import redis
 
@@ -23,6 +24,7 @@ from ttt.store import (
     CapReached,
     Caps,
     Change,
+    Credit,
     StoreUnavailable,
     as_update,
     empty_record,
@@ -31,6 +33,7 @@ from ttt.store import (
 PREFIX = "ttt:"
 LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
 DEADLINES = f"{PREFIX}deadlines"  # sorted set: timed game id -> when its side on move runs out
+BEAT = f"{PREFIX}beat"             # when a server process was last seen up
 PLAYER_TTL = 400 * 24 * 3600
 
 
@@ -172,6 +175,45 @@ class RedisStore:
                 except redis.WatchError:
                     continue  # another process changed it: try again on the new value
         raise StoreUnavailable("too much contention on one game")
+
+    @unavailable_on_redis_errors
+    def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
+        # WATCH the stamp and every game credited: a move landing meanwhile, or another
+        # process resuming first, fails EXEC and the whole step is done again.
+        for _ in range(MAX_RETRIES):
+            with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(BEAT)
+                    last = pipe.get(BEAT)
+                    now = clock()
+                    credited = []
+                    if last is not None and now - float(last) > grace:
+                        credited = self._credit(pipe, float(last), now - float(last), credit)
+                    pipe.multi()
+                    for match in credited:
+                        self._write(pipe, match)
+                    pipe.set(BEAT, repr(now))
+                    pipe.execute()
+                    return credited
+                except redis.WatchError:
+                    continue
+        raise StoreUnavailable("too much contention while resuming the clocks")
+
+    @staticmethod
+    def _credit(pipe, since: float, downtime: float, credit: Credit) -> list[Match]:
+        """The live timed games with `credit` applied, each watched (the pipe is not in MULTI)."""
+        keys = [_game(gid) for gid in pipe.zrange(DEADLINES, 0, -1)]
+        if not keys:
+            return []
+        pipe.watch(BEAT, *keys)
+        credited = []
+        for body in pipe.mget(keys):
+            if body:
+                before = Match.from_json(json.loads(body))
+                after = credit(before, since, downtime)
+                if after.rev != before.rev:
+                    credited.append(after)
+        return credited
 
     @unavailable_on_redis_errors
     def delete(self, game_id: str) -> None:

@@ -19,13 +19,14 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ttt.match import Match
 from ttt.store import (
     CapReached,
     Caps,
     Change,
+    Credit,
     StoreUnavailable,
     Update,
     add_credits,
@@ -67,6 +68,8 @@ CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS 
 CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
 CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
 """
+# When a server process was last seen up (clocks resume from it after an outage).
+BEATS = "CREATE TABLE IF NOT EXISTS beats (name TEXT PRIMARY KEY, at REAL NOT NULL);"
 #: Games whose last written state this process keeps, to change without reading them back.
 CACHED_GAMES = 4096
 LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
@@ -82,6 +85,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             if name not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
     conn.executescript(INDEXES)
+    conn.executescript(BEATS)
 
 
 class SqliteStore:
@@ -278,6 +282,42 @@ class SqliteStore:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
+        with self._write_lock, self._conn() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                raise StoreUnavailable(str(error)) from error
+            try:
+                row = conn.execute("SELECT at FROM beats WHERE name = 'up'").fetchone()
+                now = clock()
+                credited = []
+                if row is not None and now - row[0] > grace:
+                    credited = self._credit(conn, row[0], now - row[0], credit)
+                conn.execute("INSERT INTO beats (name, at) VALUES ('up', ?) "
+                             "ON CONFLICT (name) DO UPDATE SET at = excluded.at", (now,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self._cache.clear()
+                raise
+            return credited
+
+    def _credit(self, conn: sqlite3.Connection, since: float, downtime: float,
+                credit: Credit) -> list[Match]:
+        """Every live timed game with `credit` applied, written in the open transaction."""
+        credited = []
+        for (body,) in conn.execute("SELECT body FROM games WHERE deadline IS NOT NULL "
+                                    "AND live = 1").fetchall():
+            before = Match.from_json(json.loads(body))
+            after = credit(before, since, downtime)
+            if after.rev != before.rev:
+                columns, values = self._changed_columns(before, after)
+                conn.execute(f"UPDATE games SET {columns} WHERE id = ?", (*values, after.id))
+                self._cache.pop(after.id, None)
+                credited.append(after)
+        return credited
 
     def delete(self, game_id: str) -> None:
         with self._write_lock, self._conn() as conn:

@@ -224,8 +224,14 @@ def _start_housekeeping(app: Flask, socketio: SocketIO) -> None:
     table: Table = app.extensions["ttt_table"]
     config = app.config
 
+    try:  # before any event is served: clocks get back the time the server was down
+        table.resume_clocks()
+    except Exception as error:  # the store is out of reach: the clock loop tries again
+        log.warning("clocks not resumed yet: %s", error)
+
     def clocks() -> None:
-        # Every process ticks; the store's compare-and-set lets exactly one end a game.
+        # Every process ticks (and stamps the store as up); the store's compare-and-set lets
+        # exactly one end a game.
         while True:
             socketio.sleep(config["TTT_TICK"])
             try:
