@@ -345,6 +345,7 @@ class RedisBook:
 
 def open_book(store: Any) -> Book:
     """The bot book beside a game store (the same SQLite file or Redis database)."""
+    store = getattr(store, "wrapped", store)  # a MeteredStore counts calls to the real one
     kind = type(store).__name__
     if kind == "SqliteStore":
         return SqliteBook(store.path)

@@ -124,6 +124,11 @@ class MeteredStore:
     def __init__(self, store: Any, metrics: Metrics) -> None:
         self._store, self._metrics = store, metrics
 
+    @property
+    def wrapped(self) -> Any:
+        """The store whose calls are counted."""
+        return self._store
+
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._store, name)
         if not callable(attribute):
