@@ -1,7 +1,8 @@
 // What the board carries besides the game, and the review: evaluations of the moves, hints,
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
-import { cellsWords, sidesOf, summarize } from "./status.js";
+import { cellsWords, sidesOf } from "./squares.js";
+import { nameAt, summarize } from "./words.js";
 
 /** Whether the same game at the same version as `game`. */
 function current(mark, game) {
@@ -13,30 +14,28 @@ function sideNames(game) {
   const { you } = game;
   if (you !== "X" && you !== "O") {
     if (game.mode !== "friend") return {};
-    return Object.fromEntries(["X", "O"].filter((side) => game.names?.[side])
-      .map((side) => [side, game.names[side]]));
+    return Object.fromEntries(["X", "O"].filter((side) => nameAt(game, side))
+      .map((side) => [side, nameAt(game, side)]));
   }
   const other = you === "X" ? "O" : "X";
-  let them = game.names?.[other] || "Friend";
+  let them = nameAt(game, other) || "Friend";
   if (game.mode === "ai") them = "AI";
   return { [you]: "You", [other]: them };
 }
 
-/** The link to a game's replay: /r/408 (classic), /r/u/40.36.4 (ultimate: cells 0..80). */
+/** The full link to a game's replay, from the view's `replay` path; "" before its first move. */
 function replayHref(game) {
-  const path = game.variant === "ultimate" ? `u/${game.moves.join(".")}` : game.moves.join("");
-  return `${location.origin}/r/${path}`;
+  return game.replay ? `${location.origin}${game.replay}` : "";
 }
 
-/** Why hints and evaluations are not offered in `game`, or "" when they are. */
+/** Why hints and evaluations are not offered in `game` (its `can` has neither), or "". */
 function whyNot(game) {
+  const can = game.can ?? [];
+  if (can.includes("hint") || can.includes("analyze")) return "";
   if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
-  if (game.mode === "friend") {
-    // Once the game is over the review is open: no need to promise it.
-    if (game.status !== "playing") return "No hints or evaluations against a friend";
-    return "No hints or evaluations against a friend: the review opens when the game ends";
-  }
-  return "";
+  // Once the game is over the review is open: no need to promise it.
+  if (game.status !== "playing") return "No hints or evaluations in this game";
+  return "No hints or evaluations in this game: the review opens when it ends";
 }
 
 /**
@@ -138,7 +137,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       sides: sidesOf(game.board, game.moves),
       summary: summarize(game, game.you),
       names: sideNames(game),
-      href: game.moves.length ? replayHref(game) : "",
+      href: replayHref(game),
       variant: game.variant,
     });
     review.at(state.review.ply, game.moves, Boolean(state.review.positions));

@@ -1,8 +1,7 @@
 // Wiring: finds the page's pieces, builds each part, and connects them to the server and to the
 // session (the game on screen). Nothing here knows a rule of the game.
 import { connect } from "./socket.js";
-import { createBoard } from "./board.js";
-import { createBoards, createUltimateBoard } from "./ultimate.js";
+import { createBoard, createBoards } from "./board.js";
 import { createStatus, refusalText } from "./status.js";
 import { createControls } from "./controls.js";
 import { createShare } from "./share.js";
@@ -36,8 +35,8 @@ const board = createBoards({
   },
   ultimate: {
     wrap: byId("ultimate-wrap"),
-    make: (onPlay) => createUltimateBoard(byId("ultimate"), byId("ultimate-strike"),
-      { onPlay, onNotice: (text) => status.notice(text) }),
+    make: async (onPlay) => (await import("./ultimate.js"))
+      .createUltimateBoard(byId("ultimate"), byId("ultimate-strike"), { onPlay }),
   },
 }, { onPlay: (cell) => session.play(cell), app: byId("app") });
 const learn = createLearn(
@@ -97,7 +96,7 @@ session = createSession({
   seats: createSeats(
     { chips, series: byId("series"), score: byId("score"), watching: byId("watching") },
     { onRename: (name) => session.rename(name) }),
-  clock: createClock(chips, { onLow: (text) => session.warn(text) }),
+  clock: createClock(chips, { onLow: (text) => status.announce(text) }),
   reactions: createReactions(byId("reactions"), chips, {
     onReact: (reaction) => session.react(reaction),
   }),

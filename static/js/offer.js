@@ -2,8 +2,9 @@
 // the win (with its countdown from `claimable_in`) when the opponent is away, Rematch once it
 // is over, and a rematch offer with Accept and Decline, or Withdraw for the one who made it.
 // They share one slot, so nothing else moves when one takes the place of another.
-import { createCountdown } from "./countdown.js";
-import { clockWords, describeOffer } from "./status.js";
+import { createCountdown } from "./clock.js";
+import { clockWords } from "./squares.js";
+import { describeOffer } from "./words.js";
 
 /**
  * `buttons`: {rematch, claim, resign, abort, accept, decline, withdraw, follow}; `row`: the

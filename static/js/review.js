@@ -1,8 +1,8 @@
 // The review card of a finished game (and of the replay page): the result, step buttons and
 // keys, the moves, each side's first mistake, and a link to the replay.
-import { modified, onPage, typing } from "./keys.js";
+import { modified, onPage, typing } from "./board.js";
 import { copyField } from "./share.js";
-import { moveWords, squareWords } from "./status.js";
+import { moveWords, squareWords } from "./squares.js";
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
 

@@ -108,6 +108,8 @@ def test_a_rematch_says_the_side_and_new_game_keeps_the_chosen_one(open_page):
     expect(status(page)).to_have_text("Your turn")
     cell(page, 4).click()
     expect(page.locator(".cell[data-mark='O']")).to_have_count(1)
+    page.locator(".cell[aria-disabled='false']").first.click()  # a second move: now it counts
+    expect(page.locator(".cell[data-mark='O']")).to_have_count(2)
     page.locator("#resign").click()
     page.get_by_role("dialog").locator("[data-leave='go']").click()
     expect(status(page)).to_have_text("You resigned")

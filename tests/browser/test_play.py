@@ -260,6 +260,9 @@ def test_no_console_errors_across_the_features(open_page):
     cell(page, 4).click()
     expect(cell(page, 4)).to_have_attribute("data-mark", "X")
     expect(page.locator("#status")).to_have_text("Your turn")
+    page.locator("[data-cell][data-mark='']").first.click()  # a second move: now it counts
+    expect(page.locator("[data-cell][data-mark='X']")).to_have_count(2)
+    expect(page.locator("#status")).to_have_text("Your turn")
     choose(page, "mode", "friend")  # a game in progress: asked first, and resigned
     leave_anyway(page, re.compile("counts as a loss"))
     qr = page.locator("#share-qr")

@@ -20,7 +20,6 @@ from flask import (
 )
 
 from ttt import analysis
-from ttt.players import AI_LEVELS
 from ttt.rules import Board
 from ttt.variants import VARIANTS
 from ttt.web import get_store, get_table
@@ -91,7 +90,7 @@ def _compress(response):
     return response
 
 def _page(game_id: str | None):
-    return render_template("index.html", game_id=game_id, levels=AI_LEVELS,
+    return render_template("index.html", game_id=game_id,
                            config=get_table().config())
 
 
