@@ -2,11 +2,10 @@
 // the pushes that come meanwhile are kept, the newest by `rev`, until the move's answer; a move
 // tapped while offline is sent once the connection is back, if the game is still as it was),
 // rematch, claim, resign, abort, decline, react, and leaving a game for another.
-import { ending, leaving } from "./leave.js";
 import { swapped } from "./screen.js";
 import { squareWords } from "./squares.js";
 import { refusalText } from "./status.js";
-import { describeOffer, describeReaction } from "./words.js";
+import { describeOffer, describeReaction } from "./news.js";
 
 /** The newer of two views of one game (by `rev`, or the move count from an older server). */
 function newest(one, other) {
@@ -119,10 +118,12 @@ export function createActs(session) {
     const game = now().game;
     if (!game) return false;
     shared.withdrawing = event === "decline";
+    shared.ending = event === "decline" ? null : event;
     const answer = await call(event, { game: game.id });
     if (answer.ok && answer.game) show(view(answer.game));
     if (answer.ok) keepRecord(answer);
     shared.withdrawing = false;
+    shared.ending = null;
     if (event === "decline") shared.asked = null;
     if (answer.ok) return true;
     // The game ended or changed meanwhile: there is nothing left to give up.
@@ -136,6 +137,8 @@ export function createActs(session) {
    * when the player stays; else true, or the words to say once the next game is on screen.
    */
   async function leaveFirst() {
+    if (!now().game) return true; // nothing to leave (and no need to load the words for it)
+    const { leaving } = await import("./leave.js");
     const plan = leaving(now().game);
     if (!plan) return true;
     if (plan.ask && !(await leave.ask(plan))) return false;
@@ -185,6 +188,7 @@ export function createActs(session) {
   /** Resign or abort the game on screen, once the player says so. */
   async function give(event) {
     const game = now().game;
+    const { ending } = await import("./leave.js");
     if (!game || !(await leave.ask(ending(game, event)))) return;
     await end(event);
   }

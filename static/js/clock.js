@@ -65,7 +65,7 @@ export function createClock(chips, { onLow }) {
     chips[side].classList.toggle("is-low", low);
     // The bar runs smoothly to the next second's length (no motion: it steps).
     const next = Math.max(0, left - 1);
-    bar(side).style.setProperty("--left", String(next / view.clock));
+    bar(side).style.setProperty("--left", String(Math.min(1, next / view.clock)));
     if (low && !warned && view.you === side) {
       warned = true;
       onLow(`${left} seconds left`);
@@ -93,7 +93,9 @@ export function createClock(chips, { onLow }) {
       const shown = timed && (side === null ? game.status === "playing" : at === side);
       text(at).textContent = shown ? clockWords(game.clock) : "";
       text(at).hidden = !shown;
-      bar(at).style.setProperty("--left", at === side ? String(game.time_left / game.clock) : "1");
+      // A first-move window (PROTOCOL v3 fair starts) may be longer than a move's time.
+      const left = at === side ? Math.min(1, game.time_left / game.clock) : 1;
+      bar(at).style.setProperty("--left", String(left));
     }
     if (side) countdown.start(game.time_left);
     else countdown.stop();

@@ -2,9 +2,9 @@
 // change between two views said (the news line, the live region, a sound). They decide nothing:
 // what is shown comes from the view, what is said from the difference of two views.
 import { loadPreferences, recordKey } from "./controls.js";
+import { describeEnd, describeOfferChange, describePresence } from "./news.js";
 import {
-  describe, describeLastMove, describeOfferChange, describePresence, describeStart, nameAt,
-  opponentOf, sentences,
+  describe, describeLastMove, describeStart, nameAt, opponentOf, sentences,
 } from "./words.js";
 
 /** "You play O this time": a rematch swapped the side of a seated player, or "". */
@@ -41,6 +41,7 @@ export function createScreen(parts, { app }) {
   const {
     status, coach, seats, clock, offer, reactions, share, sound, controls, learnRow, practice,
   } = parts;
+  const statusArea = app.querySelector(".status-area");
 
   /** Render `game` everywhere. `extra`: {fresh, opening, link, record, following}. */
   function paint(game, { fresh, opening = false, link = null, record = null, following = null } = {}) {
@@ -63,10 +64,11 @@ export function createScreen(parts, { app }) {
   }
 
   /**
-   * Say what changed from `previous` to `game` (null: the first view of this game).
-   * `lead`: words to open with; `withdrawn`: this page took its own offer back.
+   * Say what changed from `previous` to `game` (null: the first view of this game), on the news
+   * line and to screen readers alike. `lead`: words to open with; `withdrawn`: this page took
+   * its own offer back; `own`: the ending event this page sent itself.
    */
-  function tell(previous, game, { opening = false, lead = "", withdrawn = false } = {}) {
+  function tell(previous, game, { opening = false, lead = "", withdrawn = false, own = null } = {}) {
     const { you } = game;
     const moved = previous ? game.moves.length > previous.moves.length
       : opening && game.moves.length > 0;
@@ -74,25 +76,52 @@ export function createScreen(parts, { app }) {
     const lastMove = moved && !(opening && game.start > 0) ? describeLastMove(game, you) : "";
     const presence = describePresence(previous, game, you);
     const offered = describeOfferChange(previous, game, you, { withdrawn });
-    const news = [lastMove, presence].filter(Boolean).join(" · ");
-    const start = !previous && opening ? describeStart(game, you) : "";
-    const ended = previous?.status === "playing" && game.status !== "playing";
+    const ended = describeEnd(previous, game, you, { own });
+    const news = [lastMove, presence, offered, ended].filter(Boolean).join(" · ");
+    // A watcher arriving is told whom it watches, however it came.
+    const start = !previous && (opening || you === "spectator") ? describeStart(game, you) : "";
+    const over = previous?.status === "playing" && game.status !== "playing";
     // The lead says what the board cannot (the side changed); the board shows the AI's move.
     if (lead) status.news(lead);
     else if (news) status.news(news);
     else if (!previous) status.news(start);
-    else if (ended) status.news(""); // the status line says how it ended
-    if (moved || ended || presence || offered || !previous) {
-      status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered]));
+    else if (over) status.news(""); // the status line says how it ended
+    if (moved || over || presence || offered || !previous) {
+      status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered,
+        ended]));
     }
-    const blip = moved || ended ? tune(game) : null;
+    if (previous && opponentOf(you) && previous.seats[opponentOf(you)] === "open"
+        && game.seats[opponentOf(you)] === "human") {
+      status.flash(presence); // "Ana joined": a banner, the tab title, a buzz
+    }
+    const blip = moved || over ? tune(game) : null;
     if (blip) sound.play(blip);
+    return Boolean(presence || offered || ended);
   }
 
-  /** Put `game` on screen after `previous` (null when it is new here) and say what changed. */
-  function render(previous, game, { opening = false, lead = "", withdrawn = false, ...extra } = {}) {
+  /**
+   * Put `game` on screen after `previous` (null when it is new here) and say what changed.
+   * `reveal`: something happened to the game that the player must see (a join, a rematch, a
+   * practice start, a reconnect): the status line and the whole board are scrolled into view.
+   */
+  function render(previous, game, { opening = false, lead = "", withdrawn = false, own = null,
+    reveal = false, ...extra } = {}) {
     paint(game, { ...extra, opening, fresh: freshCell(previous, game, opening) });
-    tell(previous, game, { opening, lead, withdrawn });
+    const news = tell(previous, game, { opening, lead, withdrawn, own });
+    if (reveal || news) inView();
+  }
+
+  /**
+   * Scroll so that the status line and the whole board are on screen, if they are not: from the
+   * seats down when all of that fits, else from the status line.
+   */
+  function inView() {
+    const board = app.querySelector(app.dataset.variant === "ultimate" ? "#ultimate-wrap" : "#board-wrap");
+    const bottom = board.getBoundingClientRect().bottom;
+    if (statusArea.getBoundingClientRect().top >= 0 && bottom <= window.innerHeight) return;
+    const seats = app.querySelector(".players");
+    const fits = seats && bottom - seats.getBoundingClientRect().top <= window.innerHeight - 8;
+    (fits ? seats : statusArea).scrollIntoView({ block: "start" });
   }
 
   /**
@@ -111,7 +140,7 @@ export function createScreen(parts, { app }) {
   }
 
   return {
-    paint, render, reflect,
+    paint, render, reflect, inView,
     record: (record, game) => status.record(record, recordKey(game)),
   };
 }

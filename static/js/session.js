@@ -41,6 +41,7 @@ export function createSession(parts, { call: send, app, calm }) {
     record: null,        // wins/draws/losses against the AI, per level
     asked: null,         // id of the finished game whose rematch this page asked for
     withdrawing: false,  // our own decline is on its way: its change is no news (acts.js)
+    ending: null,        // the resign or abort this page sent, while on its way (acts.js)
     following: null,     // a rematch this spectator did not follow (it was reading the review)
     starts: 0,           // new games asked for: only the newest one's answer is shown
     urlGame: app.dataset.gameId || null,
@@ -72,19 +73,20 @@ export function createSession(parts, { call: send, app, calm }) {
   }
 
   /** Put a view on screen unless it is older than the one there; true if shown. */
-  function show(game, { opening = false, lead = "" } = {}) {
+  function show(game, { opening = false, lead = "", reveal = false } = {}) {
     if (!current(game)) return false;
     const previous = state.game;
     state.game = game;
     screen.render(previous, game, {
-      opening, lead, withdrawn: state.withdrawing, link: state.link, record: state.record,
-      following: state.following,
+      opening, lead, reveal, withdrawn: state.withdrawing, own: state.ending, link: state.link,
+      record: state.record, following: state.following,
     });
     return true;
   }
 
   /** Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show. */
   function enter(answer, { opening = false, lead = "" } = {}) {
+    const reveal = state.game?.id !== answer.game.id || !state.game; // another game: in view
     const game = view(answer.game, answer.you);
     if (state.game?.id !== game.id) {
       state.game = null;
@@ -100,7 +102,7 @@ export function createSession(parts, { call: send, app, calm }) {
     // The address bar names a friend game (so a reload or a copy of it works) and nothing else.
     const path = state.link ?? "/";
     if (location.pathname !== path) history.replaceState(null, "", path);
-    show(game, { opening, lead });
+    show(game, { opening, lead, reveal: reveal && Boolean(app.dataset.ready) });
     if (!app.dataset.ready) {
       // The first game on screen: how long a visitor waits is measured to here.
       performance.mark("ttt:board-ready");
@@ -222,7 +224,10 @@ export function createSession(parts, { call: send, app, calm }) {
     async connected() {
       status.connection("up");
       // Events sent while we were away are lost: the snapshot from join is the truth.
-      if (await join(currentId())) acts.sendHeld();
+      if (await join(currentId())) {
+        screen.inView();
+        acts.sendHeld();
+      }
     },
 
     disconnected({ retrying }) {

@@ -69,7 +69,8 @@ export function estimateWords(score) {
   let tone = "even";
   if (score >= 0.6) tone = "good";
   else if (score <= 0.4) tone = "bad";
-  return { short: `~${percent}%`, long: `about ${percent}% chance, estimated by search`, tone };
+  // Not a chance to win: a draw counts half (PROTOCOL v2 `score`), so 50% is "even".
+  return { short: `~${percent}%`, long: `expected score about ${percent}%, estimated by search`, tone };
 }
 
 /**

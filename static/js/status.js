@@ -20,6 +20,7 @@ const REFUSALS = {
 };
 
 const NOTICE_MS = 4500;
+const FLASH_MS = 6000;
 
 /** The message for a refused `event`; `game`: the view on screen, to say where to play. */
 export function refusalText(error, event, game = null) {
@@ -39,9 +40,26 @@ export function refusalText(error, event, game = null) {
 }
 
 /** Wire the words of the page to their elements. */
-export function createStatus({ status, detail, notice, announcer, banner, bannerText, record }) {
+export function createStatus({
+  status, detail, notice, announcer, banner, bannerText, record, joined,
+}) {
   let noticeTimer = 0;
   let announceFrame = 0;
+  let flashTimer = 0;
+  let titleLead = ""; // news the tab title carries until the player has seen the page again
+  let said = "";
+
+  function title() {
+    document.title = `${titleLead ? `${titleLead} · ` : ""}${said} · Tic-tac-toe`;
+  }
+
+  // The tab title keeps "Ana joined" while the tab is in the background; coming back ends it.
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && titleLead && !flashTimer) {
+      titleLead = "";
+      title();
+    }
+  });
 
   function clearNotice() {
     clearTimeout(noticeTimer);
@@ -53,7 +71,32 @@ export function createStatus({ status, detail, notice, announcer, banner, banner
     /** Set the status line (and the tab title). */
     say(text) {
       if (status.textContent !== text) status.textContent = text;
-      document.title = `${text} · Tic-tac-toe`;
+      said = text;
+      title();
+    },
+
+    /**
+     * News that must not be missed ("Ana joined"): a banner over the page for a few seconds,
+     * the tab title, and a short buzz on phones that allow it. (The live region says it too.)
+     */
+    flash(text) {
+      if (!joined) return;
+      clearTimeout(flashTimer);
+      joined.textContent = text;
+      joined.hidden = false;
+      titleLead = `🔔 ${text}`;
+      title();
+      try {
+        navigator.vibrate?.(200);
+      } catch {
+        // Not allowed before the page was touched, or not a phone: the banner is enough.
+      }
+      flashTimer = setTimeout(() => {
+        flashTimer = 0;
+        joined.hidden = true;
+        if (document.visibilityState === "visible") titleLead = "";
+        title();
+      }, FLASH_MS);
     },
 
     /** Set the smaller line under the status: move news, presence. */

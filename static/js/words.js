@@ -52,7 +52,7 @@ export function friendName(game, you, { start = false } = {}) {
 }
 
 /** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
-function sideName(game, side) {
+export function sideName(game, side) {
   return nameAt(game, side) ?? side;
 }
 
@@ -70,7 +70,7 @@ function neutral(game) {
   if (game.status === "aborted") return "Game cancelled";
   if (game.status === "draw") return "Draw";
   if (game.status === "won") return `${sideName(game, game.winner)} wins${how(game)}`;
-  return `${game.turn} to move${whereWords(game)}`;
+  return `${sideName(game, game.turn)} to move${whereWords(game)}`;
 }
 
 /** The end of a game as `you` (a seat) saw it: "You win — Ben resigned", "You resigned". */
@@ -125,74 +125,9 @@ export function describeStart(game, you) {
   const ultimate = game.variant === "ultimate" ? "Ultimate · " : "";
   if (game.mode === "ai") return `${ultimate}You play ${you} against the ${game.level} AI`;
   if (game.mode === "local") return `${ultimate}Two players, one screen — X starts`;
-  if (you === "spectator") return "";
+  if (you === "spectator") return `Watching ${sideName(game, "X")} vs ${sideName(game, "O")}`;
   const clock = game.clock ? ` · ${game.clock} s a move` : "";
   return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
-}
-
-/** News of the opponent's seat between two views of a friend game, or "". */
-export function describePresence(previous, game, you) {
-  if (game.mode === "friend" && you === "spectator") return watchedPresence(previous, game);
-  const other = game.mode === "friend" ? opponentOf(you) : null;
-  if (!other || !previous || previous.id !== game.id) return "";
-  const Friend = friendName(game, you, { start: true });
-  if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
-  if (game.status !== "playing") return "";
-  if (previous.online[other] && !game.online[other]) return "Waiting for them to come back";
-  if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
-  return "";
-}
-
-/**
- * What a watcher of a friend game is told of the seats: who joined, went away or came back since
- * `previous`; with no `previous` (it just came), who is away now. "Ben is away · O is back".
- */
-function watchedPresence(previous, game) {
-  const same = previous?.id === game.id;
-  const news = ["X", "O"].map((side) => {
-    const who = sideName(game, side);
-    if (same && previous.seats[side] === "open" && game.seats[side] === "human") return `${who} joined`;
-    if (game.status !== "playing" || game.seats[side] !== "human") return "";
-    const was = same ? previous.online[side] : true;
-    if (was && !game.online[side]) return `${who} is away`;
-    if (same && !was && game.online[side]) return `${who} is back`;
-    return "";
-  });
-  return news.filter(Boolean).join(" · ");
-}
-
-/** The standing rematch offer of a finished game in words, or "". */
-export function describeOffer(game, you) {
-  const from = game.offer?.rematch;
-  if (!from || game.status === "playing") return "";
-  if (from === you) return `Rematch offered — waiting for ${friendName(game, you)}`;
-  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
-  return `${who} wants a rematch`;
-}
-
-/**
- * News of the offer between two views of the same game, or "". `withdrawn`: this page took
- * the offer back (or declined it) itself, so nothing is news.
- */
-export function describeOfferChange(previous, game, you, { withdrawn = false } = {}) {
-  if (!previous || previous.id !== game.id || !opponentOf(you)) return "";
-  const before = previous.offer?.rematch ?? null;
-  const now = game.offer?.rematch ?? null;
-  if (before === now || withdrawn) return "";
-  const Friend = friendName(game, you, { start: true });
-  if (now && now !== you) return `${Friend} wants a rematch`;
-  if (before && !now && !game.rematch) {
-    return before === you ? `${Friend} declined the rematch` : `${Friend} took the offer back`;
-  }
-  return "";
-}
-
-/** A reaction said out loud: "Ben: applause" (`words`: what the reaction says). */
-export function describeReaction(game, you, from, words) {
-  let who = sideName(game, from);
-  if (from === you) who = "You";
-  else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who}: ${words}`;
 }
 
 /**

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_a11y import audit
-from tests.browser.test_play import cell, choose, leave_anyway
+from tests.browser.test_play import cell, choose, leave_anyway, share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -43,7 +43,7 @@ def host_friend_game(open_page, device="desktop", server=None) -> tuple[Page, st
     expect(status(host)).to_have_text("Your turn")
     choose(host, "mode", "friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    return host, host.locator("#share-link").input_value()
+    return host, share_link(host)
 
 
 def seat_together(open_page, host_device="desktop", guest_device="phone", server=None):
@@ -299,7 +299,7 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     expect(host.locator("#detail")).to_have_text("You play X and move first · 10 s a move")
     clock = host.locator("#player-x .player-clock")
     expect(clock).to_have_text("0:10")  # there from the start: nothing moves when it runs
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     problems: list[str] = []
 
     guest = open_page("desktop" if device == "phone" else "phone", path=link)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_play import board, cell, choose
+from tests.browser.test_play import board, cell, choose, share_link
 from ttt import analysis, solver
 from ttt.rules import Board
 
@@ -261,7 +261,7 @@ def test_a_spectator_hears_of_the_seats_and_of_how_the_game_was_won(open_page, q
     expect(status(host)).to_have_text("Your turn")
     choose(host, "mode", "friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     guest = open_page("phone", path=link, server=quick_server)
     expect(status(guest)).to_have_text("Your friend's turn")
     watcher = open_page(path=link, server=quick_server)

@@ -13,6 +13,7 @@ import requests
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_a11y import audit
+from tests.browser.test_play import share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -355,8 +356,8 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
         ".ucell[data-score]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
     expect(estimates.first.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
     expect(estimates.first).to_have_attribute(
-        "aria-label", re.compile(r"^board 5, cell 1, empty, about \d{1,3}% chance, estimated by "
-                                 r"search; you must play in board 5$"))
+        "aria-label", re.compile(r"^board 5, cell 1, empty, expected score about \d{1,3}%, "
+                                 r"estimated by search; you must play in board 5$"))
     expect(page.locator("text=/estimated by search/ >> visible=true").first).to_be_visible()
     axe: list[str] = []
     audit(page, "ultimate evaluations", axe)
@@ -375,7 +376,7 @@ def test_a_friend_ultimate_game_between_two_browsers(open_page):
     host = open_page("desktop")
     start_ultimate(host, mode="friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     guest = open_page("Pixel 7", path=link)
     expect(guest.locator("#ultimate-wrap")).to_be_visible()
     expect(status(guest)).to_have_text("Your friend's turn")

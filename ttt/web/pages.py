@@ -108,8 +108,9 @@ def config():
 
 @bp.get("/g/<game_id>")
 def game(game_id: str):
-    if not GAME_ID.fullmatch(game_id):
-        abort(404)
+    # A dead or expired link gets the friendly not-found page (still a 404) with a way on.
+    if not GAME_ID.fullmatch(game_id) or get_store().get(game_id) is None:
+        abort(404, description="This game link has expired, or it never existed.")
     ensure_player()
     return _page(game_id)
 
