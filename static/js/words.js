@@ -125,7 +125,8 @@ export function describeStart(game, you) {
   const ultimate = game.variant === "ultimate" ? "Ultimate · " : "";
   if (game.mode === "ai") return `${ultimate}You play ${you} against the ${game.level} AI`;
   if (game.mode === "local") return `${ultimate}Two players, one screen — X starts`;
-  if (you === "spectator") return `Watching ${sideName(game, "X")} vs ${sideName(game, "O")}`;
+  // The names the seats show: "Watching Ana vs Ben", "Watching Player 1 vs Player 2".
+  if (you === "spectator") return `Watching ${seatName(game, "X", you)} vs ${seatName(game, "O", you)}`;
   const clock = game.clock ? ` · ${game.clock} s a move` : "";
   return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
 }
