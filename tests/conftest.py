@@ -95,3 +95,13 @@ def redis_url(redis_server):
     client.flushdb()
     client.close()
     return redis_server.url
+
+
+@pytest.fixture
+def stored_game(app):
+    """The id of a friend game in the app's store (a live /g/<id> link)."""
+    from ttt.match import create
+
+    match = create("friend", "alice", 1000.0, game_id="a" * 22)
+    app.extensions["ttt_store"].create(match)
+    return match.id

@@ -217,11 +217,19 @@ def test_healthz_and_security_headers(client):
     assert page.headers["Referrer-Policy"]
 
 
-def test_share_page_and_qr_code(client):
-    assert client.get("/g/" + "a" * 22).status_code == 200
+def test_share_page_and_qr_code(client, stored_game):
+    assert client.get("/g/" + stored_game).status_code == 200
     assert client.get("/g/bad!id").status_code == 404
     qr = client.get("/g/" + "a" * 22 + "/qr.svg")
     assert qr.status_code == 200 and qr.mimetype == "image/svg+xml" and b"<svg" in qr.data
+
+
+def test_a_dead_game_link_is_a_friendly_404_with_a_way_to_a_new_game(client):
+    page = client.get("/g/" + "b" * 22)
+    assert page.status_code == 404
+    text = page.get_data(as_text=True)
+    assert "This game link has expired, or it never existed." in text
+    assert "Start a new game" in text and 'href="/"' in text
 
 
 def test_replay_link_opens_a_read_only_replay_and_bad_ones_get_a_404_page(client):

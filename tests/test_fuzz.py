@@ -211,6 +211,16 @@ class Game:
         return None if self.over else "XO"[len(self.moves) % 2]
 
     @property
+    def abortable(self) -> bool:
+        """Whether the game has no result that matters yet: against a friend, X and O have not
+        both moved; against the AI, the person has made at most one move since the start."""
+        if self.mode == "ai":
+            person = next(mark for mark, seat in self.seats.items() if seat != AI)
+            mine = sum(1 for ply in range(self.start, len(self.moves)) if "XO"[ply % 2] == person)
+            return mine < 2
+        return self.played < 2
+
+    @property
     def played(self) -> int:
         """Moves made in this game (not preset)."""
         return len(self.moves) - self.start
@@ -447,11 +457,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
             can.add("analyze")
         if playing and sided and game.mode in ("friend", "ai"):
             can.add("resign")
+            if game.abortable:
+                can.add("abort")
         if game.mode == "friend" and sided:
             if None not in game.seats.values():  # once there is somebody to react to
                 can.add("react")
-            if playing and game.played < 2:
-                can.add("abort")
             if self._claimable_in(game, role) == 0:
                 can.add("claim")
         if game.mode == "local" and role == "both" and playing:
@@ -892,8 +902,9 @@ class TicTacToeMachine(RuleBasedStateMachine):
         game = self._game_of(payload, codes)
         role = self._seated_codes(game, player, codes)
         if game is not None and game.mode != "local" and (
-                game.mode != "friend" or role not in ("X", "O") or game.played >= 2):
-            codes.add("not_allowed")  # both X and O have moved: resign instead
+                game.mode not in ("friend", "ai") or role not in ("X", "O")
+                or not game.abortable):
+            codes.add("not_allowed")  # a result that matters already: resign instead
         self._as_can_says(player, game, "abort", codes)
         answer = self._send(player, "abort", payload, *extra)
         if not self._expect(answer, codes, f"abort {payload!r}"):
@@ -1279,9 +1290,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
             game = self.games[player.shows]
             # The last view shown carries the game's stored revision (PROTOCOL v3 `rev`).
             assert seen["rev"] == self.store.get(game.id).rev, (seen["rev"], game.id)
-            seen = {k: v for k, v in seen.items() if k != "rev"}
-            now = _countdown(self._view(game, game.role(player.pid)), 0.0)
-            then = _countdown(seen, self.now - when)
+            expected = self._view(game, game.role(player.pid))
+            now = _countdown(expected, 0.0)
+            # The fields the model knows (legal and replay are in it; rev is checked above).
+            then = _countdown({key: seen.get(key, "<missing>") for key in expected},
+                              self.now - when)
             assert then == now, _diff(then, now)
 
     @invariant()

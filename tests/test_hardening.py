@@ -20,8 +20,8 @@ def test_replay_links_take_ascii_digits_only(client, path):
     assert client.get(path).status_code == 404
 
 
-def test_a_game_link_with_a_trailing_newline_is_not_a_game(client):
-    assert client.get("/g/" + "a" * 22).status_code == 200
+def test_a_game_link_with_a_trailing_newline_is_not_a_game(client, stored_game):
+    assert client.get("/g/" + stored_game).status_code == 200
     assert client.get("/g/" + "a" * 22 + "%0A").status_code == 404
     assert client.get("/g/" + "a" * 22 + "%0A/qr.svg").status_code == 404
 

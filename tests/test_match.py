@@ -12,6 +12,7 @@ from ttt.match import (
     MatchError,
     abandon,
     abort,
+    ai_reply,
     allowed,
     claim,
     create,
@@ -162,6 +163,22 @@ def test_pass_and_play_is_called_off_by_its_player_or_left_for_another_game():
     assert old.is_over and old.status == "aborted" and not fresh.is_over
 
 
+def test_an_ai_game_can_be_aborted_until_the_person_has_made_a_second_move():
+    ai = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
+    first = ai_reply(play(ai, "alice", 4, NOW), rng(), NOW)
+    assert "abort" in allowed(first, "X", None)
+    gone = abort(first, "alice", NOW)
+    assert gone.status == "aborted" and results(first, gone) == []  # counts nowhere
+    second = play(first, "alice", next(c for c in range(9) if first.board.cell(c) == "."), NOW)
+    assert "abort" not in allowed(second, "X", None)
+    assert code_of(abort, second, "alice", NOW) == "not_allowed"
+    # Playing O, the AI's moves are not the person's: one move of their own still leaves freely.
+    as_o = create("ai", "alice", NOW, you="O", level="easy", rng=rng())
+    free = next(c for c in range(9) if as_o.board.cell(c) == ".")
+    one = ai_reply(play(as_o, "alice", free, NOW), rng(), NOW)
+    assert len(one.moves) == 3 and "abort" in allowed(one, "O", None)
+
+
 def test_friend_rematch_is_an_offer_the_other_player_accepts_or_declines():
     match = resign(take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW), "bob", NOW)
     assert code_of(rematch, match, "alice", NOW, rng()) == "not_allowed"  # nobody offered
@@ -190,7 +207,7 @@ def test_can_lists_what_each_receiver_may_do():
     assert allowed(over, "spectator", None) == ["analyze"]
     ai = create("ai", "alice", NOW, you="X", level="easy", rng=rng())
     # Version 1 starts a rematch against the AI or in pass-and-play at any time.
-    assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign", "rematch"]
+    assert allowed(ai, "X", None) == ["move", "hint", "analyze", "resign", "abort", "rematch"]
     local = create("local", "alice", NOW)
     assert allowed(local, "both", None) == ["move", "hint", "analyze", "abort", "rematch"]
     assert allowed(abort(take_seat(create("friend", "a", NOW), "b", NOW), "a", NOW),

@@ -297,7 +297,7 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
         can.append("analyze")
     if playing and role in ("X", "O") and match.mode in ("friend", "ai"):
         can.append("resign")
-    if playing and (role in ("X", "O") and match.mode == "friend" and _abortable(match)
+    if playing and (role in ("X", "O") and match.mode in ("friend", "ai") and _abortable(match)
                     or role == "both"):
         can.append("abort")
     if claimable_in == 0 and playing and role in ("X", "O") and match.mode == "friend":
@@ -316,7 +316,13 @@ def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
 
 
 def _abortable(match: Match) -> bool:
-    """Whether X and O have not both moved yet."""
+    """Whether the game has no result that matters yet: against a friend, X and O have not both
+    moved; against the AI, the person has made at most one move (leaving then is a new game,
+    not a loss)."""
+    if match.mode == "ai":
+        person = next(mark for mark in SIDES if match.seats[mark] != AI)
+        played = match.moves[match.start:]
+        return sum(1 for cell in played if match.board.cell(cell) == person) < 2
     return match.opening
 
 
@@ -507,13 +513,13 @@ def resign(match: Match, player_id: str, now: float) -> Match:
 
 
 def abort(match: Match, player_id: str, now: float) -> Match:
-    """The game called off: a friend game before X and O have both moved, a pass-and-play
-    game at any time (its one player is both sides); it counts nowhere."""
+    """The game called off before it has a result that matters (see `_abortable`), or a
+    pass-and-play game at any time (its one player is both sides); it counts nowhere."""
     role = _checked(match, player_id)
     if match.mode == "local":
         return match.changed(now, finish=_ending(Termination.ABORT), deadline=None)
-    if match.mode != "friend" or role not in SIDES:
-        raise MatchError("not_allowed", "only a game against a friend can be aborted")
+    if match.mode not in ("friend", "ai") or role not in SIDES:
+        raise MatchError("not_allowed", "only a game against a friend or the AI can be aborted")
     if not _abortable(match):
         raise MatchError("not_allowed", "both sides have moved: resign instead")
     return match.changed(now, finish=_ending(Termination.ABORT), aborted_by=role, deadline=None)
@@ -605,7 +611,8 @@ def hint(match: Match, player_id: str, now: float) -> Match:
 
 def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
     """(player id, level, 'wins'|'draws'|'losses') for a change that ended a game against the AI."""
-    if after.mode != "ai" or after.start or before.is_over or not after.is_over:
+    if (after.mode != "ai" or after.start or before.is_over or not after.is_over
+            or after.status == "aborted"):
         return []
     assert after.level is not None
     level = after.level if after.variant == "classic" else f"{after.variant}-{after.level}"

@@ -1,7 +1,27 @@
 // The board: renders a server snapshot into the nine cells; clicks, taps and keys -> onPlay(cell).
 // Without onPlay it is a board to look at (the replay page): no input, no aria-disabled.
-import { typing, modified } from "./keys.js";
-import { evaluationWords } from "./status.js";
+import { evaluationWords } from "./squares.js";
+
+/** Whether keys typed now go into a text field rather than to the page. */
+export function typing(target) {
+  if (!(target instanceof Element)) return false;
+  if (target.isContentEditable) return true;
+  if (target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return true;
+  if (target instanceof HTMLInputElement) {
+    return !["radio", "checkbox", "button", "submit", "reset", "range", "color"].includes(target.type);
+  }
+  return false;
+}
+
+/** Whether the keyboard is in no control at all (the page itself has the keys). */
+export function onPage(target) {
+  return target === document.body || target === document.documentElement || target === null;
+}
+
+/** A key press with a modifier that belongs to the browser or the system. */
+export function modified(event) {
+  return event.altKey || event.ctrlKey || event.metaKey;
+}
 
 const ARROWS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 const FLAGS = { mistake: "the mistake", better: "a better move" };
@@ -19,6 +39,20 @@ function label(cell) {
   if (cell.classList.contains("is-suggested")) parts.push("suggested move");
   if (cell.dataset.flag) parts.push(FLAGS[cell.dataset.flag]);
   return parts.join(", ");
+}
+
+/**
+ * Where an arrow key, Home or End goes from `row`, `column` on a square grid whose last row and
+ * column are `last`: [row, column], or null for any other key.
+ */
+export function arrowTo(key, row, column, last) {
+  if (key in ARROWS) {
+    const [down, right] = ARROWS[key];
+    return [Math.min(last, Math.max(0, row + down)), Math.min(last, Math.max(0, column + right))];
+  }
+  if (key === "Home") return [row, 0];
+  if (key === "End") return [row, last];
+  return null;
 }
 
 /** Wire the board in `grid` (nine [data-cell] elements) and the winning-line `strike`. */
@@ -47,21 +81,10 @@ export function createBoard(grid, strike, { onPlay } = {}) {
       const cell = event.target.closest("[data-cell]");
       if (!cell || modified(event)) return;
       const index = Number(cell.dataset.cell);
-      let row = Math.floor(index / 3);
-      let column = index % 3;
-      if (event.key in ARROWS) {
-        const [down, right] = ARROWS[event.key];
-        row = Math.min(2, Math.max(0, row + down));
-        column = Math.min(2, Math.max(0, column + right));
-      } else if (event.key === "Home") {
-        column = 0;
-      } else if (event.key === "End") {
-        column = 2;
-      } else {
-        return;
-      }
+      const to = arrowTo(event.key, Math.floor(index / 3), index % 3, 2);
+      if (!to) return;
       event.preventDefault();
-      focusCell(row * 3 + column);
+      focusCell(to[0] * 3 + to[1]);
     });
 
     // Digits 1-9 play cells 0-8 from anywhere on the page, unless a text field has the keys.
@@ -77,17 +100,18 @@ export function createBoard(grid, strike, { onPlay } = {}) {
 
   /**
    * Show `game` (or a position shaped like it: board, moves, line, status, winner, turn).
-   * `playable`: the viewer may move now. `fresh`: the cell whose mark just appeared
-   * (animated), null for none, undefined to leave as is. Evaluations, hints and flags go.
+   * `playable`: the viewer may move now, on the cells of the view's `legal`. `fresh`: the cell
+   * whose mark just appeared (animated), null for none, undefined to leave as is. Evaluations, hints and flags go.
    */
   function render(game, { playable = false, fresh } = {}) {
+    const legal = new Set(readOnly || !playable ? [] : game.legal ?? []);
     const last = game.moves.length ? game.moves[game.moves.length - 1] : null;
     const line = game.line ?? [];
     for (const cell of cells) {
       const index = Number(cell.dataset.cell);
       const mark = game.board[index] === "." ? "" : game.board[index];
       cell.dataset.mark = mark;
-      if (!readOnly) cell.setAttribute("aria-disabled", String(!playable || mark !== ""));
+      if (!readOnly) cell.setAttribute("aria-disabled", String(!legal.has(index)));
       cell.classList.toggle("is-last", index === last);
       cell.classList.toggle("is-win", line.includes(index));
       if (fresh !== undefined) cell.classList.toggle("is-new", index === fresh);
@@ -159,4 +183,59 @@ export function createBoard(grid, strike, { onPlay } = {}) {
   }
 
   return { render, evaluate, suggest, flag, replaying, focus };
+}
+
+/**
+ * One board for the page, whichever game is on it: the classic and the ultimate board, each
+ * made by `make(onPlay)` (the ultimate one may be a promise: its module is loaded the first time
+ * an ultimate game is shown, so a classic player never downloads it), shown by the `variant` of
+ * what is rendered. `app` carries data-variant, for the words and hints around the board.
+ */
+export function createBoards({ classic, ultimate }, { onPlay, app }) {
+  let variant = "classic";
+  const made = { classic: classic.make((cell) => { if (variant === "classic") onPlay(cell); }) };
+  let waiting = null; // calls to the ultimate board made while its module loads, in order
+  app.dataset.variant = variant;
+
+  /** The ultimate board, made on first use; calls to it wait until it is there. */
+  function loadUltimate() {
+    waiting = [];
+    Promise.resolve(ultimate.make((cell) => { if (variant === "ultimate") onPlay(cell); }))
+      .then((board) => {
+        made.ultimate = board;
+        const calls = waiting;
+        waiting = null;
+        for (const [name, args] of calls) board[name](...args);
+      });
+  }
+
+  /** Call `name` on the board on screen (the ultimate one as soon as it is made). */
+  function active(name, ...args) {
+    if (variant === "classic" || made.ultimate) {
+      made[variant][name](...args);
+      return;
+    }
+    if (!waiting) loadUltimate();
+    waiting.push([name, args]);
+  }
+
+  function show(next) {
+    if (next === variant) return;
+    variant = next;
+    classic.wrap.hidden = variant !== "classic";
+    ultimate.wrap.hidden = variant !== "ultimate";
+    app.dataset.variant = variant;
+  }
+
+  return {
+    render(game, options) {
+      show(game.variant === "ultimate" ? "ultimate" : "classic");
+      active("render", game, options);
+    },
+    evaluate: (moves) => active("evaluate", moves),
+    suggest: (cells) => active("suggest", cells),
+    flag: (marks) => active("flag", marks),
+    replaying: (on) => active("replaying", on),
+    focus: () => active("focus"),
+  };
 }

@@ -1,8 +1,48 @@
 // The clock of a timed game, on the seats: the time left to the side on move, as text ("0:07")
 // and as a bar, counted down from the server's `time_left`; a warning at 5 seconds. The server
 // ends the game when the time is up: the page only shows it.
-import { createCountdown } from "./countdown.js";
-import { clockWords } from "./status.js";
+import { clockWords } from "./squares.js";
+
+/**
+ * `onTick(left)`: seconds left (a whole number, 0 at the end), at the start and on every
+ * second; `onDone()`: once, when it reaches 0.
+ */
+export function createCountdown(onTick, onDone = () => {}) {
+  let timer = 0;
+  let end = 0;
+
+  function tick() {
+    const left = Math.max(0, Math.ceil((end - performance.now()) / 1000));
+    onTick(left);
+    if (left === 0) {
+      timer = 0;
+      onDone();
+      return;
+    }
+    // Wake just after the next whole second, so the text changes when it should.
+    const next = end - (left - 1) * 1000 - performance.now();
+    timer = setTimeout(tick, Math.max(20, next + 15));
+  }
+
+  return {
+    /** Count down from `seconds`, as received just now. */
+    start(seconds) {
+      clearTimeout(timer);
+      end = performance.now() + Math.max(0, seconds) * 1000;
+      tick();
+    },
+
+    stop() {
+      clearTimeout(timer);
+      timer = 0;
+    },
+
+    /** Whether it is still counting. */
+    running() {
+      return timer !== 0;
+    },
+  };
+}
 
 const WARN_AT = 5;
 
@@ -25,7 +65,7 @@ export function createClock(chips, { onLow }) {
     chips[side].classList.toggle("is-low", low);
     // The bar runs smoothly to the next second's length (no motion: it steps).
     const next = Math.max(0, left - 1);
-    bar(side).style.setProperty("--left", String(next / view.clock));
+    bar(side).style.setProperty("--left", String(Math.min(1, next / view.clock)));
     if (low && !warned && view.you === side) {
       warned = true;
       onLow(`${left} seconds left`);
@@ -53,7 +93,9 @@ export function createClock(chips, { onLow }) {
       const shown = timed && (side === null ? game.status === "playing" : at === side);
       text(at).textContent = shown ? clockWords(game.clock) : "";
       text(at).hidden = !shown;
-      bar(at).style.setProperty("--left", at === side ? String(game.time_left / game.clock) : "1");
+      // A first-move window (PROTOCOL v3 fair starts) may be longer than a move's time.
+      const left = at === side ? Math.min(1, game.time_left / game.clock) : 1;
+      bar(at).style.setProperty("--left", String(left));
     }
     if (side) countdown.start(game.time_left);
     else countdown.stop();

@@ -1,42 +1,22 @@
 // What the board carries besides the game, and the review: evaluations of the moves, hints,
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
-import { cellsWords, sidesOf, summarize } from "./status.js";
+import { cellsWords } from "./squares.js";
+import { createReviewer } from "./reviewer.js";
 
 /** Whether the same game at the same version as `game`. */
 function current(mark, game) {
   return Boolean(mark) && mark.id === game.id && mark.version === game.version;
 }
 
-/** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
-function sideNames(game) {
-  const { you } = game;
-  if (you !== "X" && you !== "O") {
-    if (game.mode !== "friend") return {};
-    return Object.fromEntries(["X", "O"].filter((side) => game.names?.[side])
-      .map((side) => [side, game.names[side]]));
-  }
-  const other = you === "X" ? "O" : "X";
-  let them = game.names?.[other] || "Friend";
-  if (game.mode === "ai") them = "AI";
-  return { [you]: "You", [other]: them };
-}
-
-/** The link to a game's replay: /r/408 (classic), /r/u/40.36.4 (ultimate: cells 0..80). */
-function replayHref(game) {
-  const path = game.variant === "ultimate" ? `u/${game.moves.join(".")}` : game.moves.join("");
-  return `${location.origin}/r/${path}`;
-}
-
-/** Why hints and evaluations are not offered in `game`, or "" when they are. */
+/** Why hints and evaluations are not offered in `game` (its `can` has neither), or "". */
 function whyNot(game) {
+  const can = game.can ?? [];
+  if (can.includes("hint") || can.includes("analyze")) return "";
   if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
-  if (game.mode === "friend") {
-    // Once the game is over the review is open: no need to promise it.
-    if (game.status !== "playing") return "No hints or evaluations against a friend";
-    return "No hints or evaluations against a friend: the review opens when the game ends";
-  }
-  return "";
+  // Once the game is over the review is open: no need to promise it.
+  if (game.status !== "playing") return "No hints or evaluations in this game";
+  return "No hints or evaluations in this game: the review opens when it ends";
 }
 
 /**
@@ -120,34 +100,6 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     });
   }
 
-  /** The review card: open (and asked for) once a game is over, closed while one is on. */
-  function offerReview(game) {
-    if (game.status === "playing") {
-      state.review = null;
-      review.close();
-      deck.playing();
-      return;
-    }
-    if (state.review?.id !== game.id) {
-      state.review = {
-        id: game.id, positions: null, mistakes: null, ply: game.moves.length, evaluations: {},
-      };
-    }
-    review.open({
-      moves: game.moves,
-      sides: sidesOf(game.board, game.moves),
-      summary: summarize(game, game.you),
-      names: sideNames(game),
-      href: game.moves.length ? replayHref(game) : "",
-      variant: game.variant,
-    });
-    review.at(state.review.ply, game.moves, Boolean(state.review.positions));
-    // The card takes the deck once it is whole: filled in after it is on screen, it would grow
-    // and push what is under it.
-    if (state.review.positions || state.review.failed) deck.over(game.id);
-    if (!state.review.positions) askReview(game);
-  }
-
   /** Ask the server what each move leads to, for the board on screen. */
   async function askEvaluations(game) {
     const key = `${game.id}:${game.version}`;
@@ -173,29 +125,6 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     paintBoard(shown);
   }
 
-  /** Ask the server for a finished game's positions and first mistakes. */
-  async function askReview(game) {
-    if (state.reviewAsking === game.id) return;
-    state.reviewAsking = game.id;
-    const answer = await call("analyze", { game: game.id });
-    state.reviewAsking = null;
-    const seen = state.review;
-    if (!seen || seen.id !== game.id || seen.positions) return;
-    if (!answer.ok || answer.positions?.length !== game.moves.length + 1) {
-      review.failed();
-      seen.failed = true;
-      deck.over(game.id);
-      return;
-    }
-    seen.positions = answer.positions;
-    seen.mistakes = answer.review;
-    seen.boards = answer.boards; // ultimate: each position's small boards and where to play
-    seen.next = answer.next;
-    review.fill(answer.review, sideNames(game));
-    const { game: shown } = now();
-    if (shown) paint(shown);
-  }
-
   /** Ask what each move leads to in the position after `ply` of a finished game. */
   async function askPast(game, ply) {
     const seen = state.review;
@@ -210,27 +139,23 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     if (seen.ply === ply && shown?.id === game.id) paintBoard(shown);
   }
 
-  /** Show the position after `ply` moves of the finished game; its last move is the end. */
-  function go(ply) {
-    const { game } = now();
-    const seen = state.review;
-    if (!game || !seen || seen.id !== game.id || !seen.positions || ply === seen.ply) return;
-    const forward = ply === seen.ply + 1;
-    seen.ply = ply;
-    paintBoard(game, forward ? game.moves[ply - 1] : null);
-    review.at(ply, game.moves);
-  }
-
   /** Everything the coach puts on the page for `game`; `fresh` as for board.render. */
   function paint(game, fresh) {
     paintBoard(game, fresh);
     offerLearning(game);
-    offerReview(game);
+    reviewer.offer(game);
   }
+
+  const reviewer = createReviewer({ state, review, deck }, {
+    call, now, paint, paintBoard, onPractice, notice, refusal,
+  });
 
   return {
     paint,
     paintBoard,
+    step: (to) => reviewer.step(to),
+    showMistake: (side) => reviewer.showMistake(side),
+    tryAgain: (side, level) => reviewer.tryAgain(side, level),
 
     /** Whether the board shows a past position of `game` (the review is being read). */
     reviewing(game) {
@@ -242,23 +167,6 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       state.evaluations = on;
       const { game } = now();
       if (game) paint(game);
-    },
-
-    /** Step the review: "first", "back", "forward" or "last". */
-    step(to) {
-      const { game } = now();
-      const seen = state.review;
-      if (!game || !seen || seen.id !== game.id || !seen.positions) return;
-      const targets = { first: 0, back: seen.ply - 1, forward: seen.ply + 1, last: game.moves.length };
-      go(Math.max(0, Math.min(game.moves.length, targets[to] ?? seen.ply)));
-    },
-
-    /** Put a side's first mistake on the board. */
-    showMistake(side) {
-      const mistake = state.review?.mistakes?.[side];
-      if (!mistake) return false;
-      go(mistake.ply + 1);
-      return true;
     },
 
     /** Take a hint: the best squares for the side on move, marked until the next move. */
@@ -289,19 +197,5 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       announce(words);
     },
 
-    /** Play on from just before a side's first mistake, against the AI, as that side. */
-    async tryAgain(side, level) {
-      const { game } = now();
-      const mistake = state.review?.mistakes?.[side];
-      if (!game || !mistake || state.review.id !== game.id) return;
-      const answer = await call("new_game", {
-        mode: "ai", you: side, level: game.level ?? level, moves: game.moves.slice(0, mistake.ply),
-      });
-      if (!answer.ok) {
-        notice(refusal(answer.error, "new_game"));
-        return;
-      }
-      onPractice(answer);
-    },
   };
 }

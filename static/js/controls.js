@@ -1,30 +1,55 @@
 // Settings (mode, side, level, clock, variant) kept as preferences: the bar of selects above the
-// board, and the New game button.
+// board, and the New game button. The choices come from the server (PROTOCOL v3 `config`:
+// levels per variant, modes, clocks, reactions, the claim delay), read once from the JSON the
+// page was rendered with; nothing here is written down a second time.
+
+const element = document.getElementById("config");
+const EMPTY = { variants: {}, modes: [], clocks: [], reactions: [], claim_after: null };
+
+/** The server's `config` object, as embedded in the page (an empty one on pages without it). */
+export const config = Object.freeze(element ? { ...EMPTY, ...JSON.parse(element.textContent) } : EMPTY);
+
+/** The AI levels the server offers for `variant`, weakest first. */
+export function levelsOf(variant) {
+  return config.variants[variant]?.levels ?? [];
+}
+
+/** The row of the record a game counts in: "hard", or "ultimate-hard" for an ultimate game. */
+export function recordKey(game) {
+  if (!game?.level) return null;
+  return game.variant && game.variant !== "classic" ? `${game.variant}-${game.level}` : game.level;
+}
+
+/** The claim delay in words: "1 minute", "30 seconds". */
+export function claimWords() {
+  const seconds = config.claim_after;
+  if (typeof seconds !== "number") return "a while";
+  const [count, unit] = seconds % 60 === 0 ? [seconds / 60, "minute"] : [seconds, "second"];
+  return `${count} ${unit}${count === 1 ? "" : "s"}`;
+}
 
 const STORAGE_KEY = "ttt.preferences";
-// clock: seconds a move in a friend game, "0" for untimed; the choices are the form's.
-// A first visit plays X against the easy AI: a first game a newcomer can win.
-const DEFAULTS = Object.freeze({
-  mode: "ai", you: "X", level: "easy", clock: "0", variant: "classic",
-});
-const CHOICES = {
-  mode: ["ai", "local", "friend"],
-  you: ["X", "O"],
-  level: ["easy", "medium", "hard", "perfect"],
-  variant: ["classic", "ultimate"],
-};
-// Ultimate is not solved: no perfect AI. A level it lacks becomes its strongest.
-const LEVELS = { classic: CHOICES.level, ultimate: ["easy", "medium", "hard"] };
+const SIDES = ["X", "O"];
+const UNTIMED = "0";
 
+/**
+ * The settings with every unknown choice replaced by the first the server offers (`config`);
+ * clock: seconds a move in a friend game, "0" for untimed. A first visit plays X against the
+ * weakest AI: a first game a newcomer can win. A level the variant lacks becomes its strongest.
+ */
 function valid(settings) {
-  const clean = { ...DEFAULTS };
-  for (const [name, allowed] of Object.entries(CHOICES)) {
-    if (allowed.includes(settings?.[name])) clean[name] = settings[name];
-  }
-  if (/^[0-9]{1,3}$/.test(settings?.clock ?? "")) clean.clock = settings.clock;
-  const levels = LEVELS[clean.variant];
-  if (!levels.includes(clean.level)) clean.level = levels[levels.length - 1];
-  return clean;
+  const pick = (value, allowed, fallback = allowed[0]) => (allowed.includes(value) ? value : fallback);
+  const variants = Object.keys(config.variants);
+  const variant = pick(settings?.variant, variants);
+  const levels = levelsOf(variant);
+  const clocks = [UNTIMED, ...config.clocks.map(String)];
+  return {
+    mode: pick(settings?.mode, config.modes),
+    you: pick(settings?.you, SIDES),
+    level: pick(settings?.level, levels, settings?.level ? levels[levels.length - 1] : levels[0]),
+    clock: pick(String(settings?.clock ?? UNTIMED), clocks, UNTIMED),
+    variant,
+  };
 }
 
 /** The player's saved choices, or the defaults: X against the easy AI. */
@@ -32,7 +57,7 @@ export function loadPreferences() {
   try {
     return valid(JSON.parse(localStorage.getItem(STORAGE_KEY) ?? "null"));
   } catch {
-    return { ...DEFAULTS };
+    return valid(null);
   }
 }
 
@@ -95,7 +120,7 @@ export function createControls({ form, newGame }, handlers) {
     reflect(settings) {
       const clean = valid(settings);
       for (const option of form.querySelectorAll('select[name="level"] option')) {
-        const missing = !LEVELS[clean.variant].includes(option.value);
+        const missing = !levelsOf(clean.variant).includes(option.value);
         option.hidden = missing;
         option.disabled = missing;
       }

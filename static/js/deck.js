@@ -1,6 +1,6 @@
 // The place the review and the settings share: the settings while a game is on; once it is
 // over, the review on top, with tabs (Review | Settings) to go between them.
-import { modified } from "./keys.js";
+import { modified } from "./board.js";
 
 const MOVES = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -1, ArrowDown: 1 };
 

@@ -1,11 +1,19 @@
 // Asking before a game in progress is left: what happens to it, in words, and a dialog in the
 // page (a modal <dialog>: it keeps the keyboard inside, Escape stays, focus returns after).
-import { friendName } from "./status.js";
+import { claimWords } from "./controls.js";
+import { friendName } from "./words.js";
+
+/** Whether someone else sits at `game` and would be told: a friend in the other seat. */
+function somebodyThere(game) {
+  const other = game.you === "X" ? "O" : "X";
+  return game.mode === "friend" && game.seats[other] === "human";
+}
 
 /**
  * What leaving `game` (a view) does, or null when it needs no word: `event` is sent first
  * ("resign", "abort", "decline" or null); `ask` says whether to ask; `title`, `text` and `go`
- * are the dialog's words. The view's `can` says which events the server would take.
+ * are the dialog's words; `told`: what to say once it is done. Which of those events the
+ * server takes now comes in the view's `can`: nothing here decides it.
  */
 export function leaving(game) {
   if (!game) return null;
@@ -17,31 +25,36 @@ export function leaving(game) {
     return can.has("decline") ? { event: "decline", ask: false } : null;
   }
   const title = "Leave this game?";
-  if (game.mode === "local") {
-    if (!game.moves.length) return null;
-    return { event: null, ask: true, title, text: "The game will be left as it is.", go: "Leave" };
+  if (you === "both") {
+    // Two people at one screen: their game is only asked about once it has moves.
+    const event = can.has("abort") ? "abort" : null;
+    if (!game.moves.length) return event ? { event, ask: false } : null;
+    const text = event ? "The game is cancelled: it counts nowhere." : "The game will be left as it is.";
+    return { event, ask: true, title, text, go: "Leave" };
   }
   if (can.has("abort")) {
-    const other = you === "X" ? "O" : "X";
-    // Nobody has come and nothing is played: there is nobody to tell.
-    if (game.seats[other] === "open" && !game.moves.length) return { event: "abort", ask: false };
+    // Nothing that counts is lost: only a friend who is there is asked about.
+    if (!somebodyThere(game)) {
+      // Worth a word only once the player had put a mark down.
+      const played = game.moves.some((cell) => game.board[cell] === you);
+      return { event: "abort", ask: false, told: played ? "The game you left was not counted" : "" };
+    }
     return {
       event: "abort", ask: true, title,
       text: "The game is cancelled: nobody wins, and it counts nowhere.", go: "Cancel it and leave",
     };
   }
-  if (game.mode === "ai") {
-    // Only once the player has put a mark down is the game theirs to lose.
-    const started = game.moves.some((cell) => game.board[cell] === you);
-    if (!can.has("resign") || !started) return null;
+  if (game.mode === "ai" && can.has("resign")) {
     return {
       event: "resign", ask: true, title,
       text: "You resign: this counts as a loss against the AI.", go: "Resign and leave",
     };
   }
+  if (game.mode !== "friend") return null;
+  const friend = friendName(game, you);
   return {
     event: null, ask: true, title,
-    text: `The game stays open: ${friendName(game, you)} can claim it in a minute.`, go: "Leave",
+    text: `The game stays open: ${friend} can claim it in ${claimWords()}.`, go: "Leave",
   };
 }
 

@@ -1,24 +1,35 @@
 // Wiring: finds the page's pieces, builds each part, and connects them to the server and to the
 // session (the game on screen). Nothing here knows a rule of the game.
 import { connect } from "./socket.js";
-import { createBoard } from "./board.js";
-import { createBoards, createUltimateBoard } from "./ultimate.js";
+import { createBoard, createBoards } from "./board.js";
 import { createStatus, refusalText } from "./status.js";
 import { createControls } from "./controls.js";
-import { createShare } from "./share.js";
 import { createLearn, loadEvaluations } from "./learn.js";
 import { createReview } from "./review.js";
-import { createDeck } from "./deck.js";
 import { createSound } from "./sound.js";
 import { createCoach } from "./coach.js";
 import { createSeats } from "./seats.js";
 import { createClock } from "./clock.js";
 import { createOffer } from "./offer.js";
 import { createReactions } from "./reactions.js";
-import { createLeave } from "./leave.js";
 import { createSession } from "./session.js";
 
 const byId = (id) => document.getElementById(id);
+
+/**
+ * A part whose module is loaded the first time one of its methods is called (the first visit
+ * stays light); `idle`: what a method does before then, when calling it must not load it.
+ */
+function later(load, idle = {}) {
+  let made = null;
+  return new Proxy({}, {
+    get: (_, name) => (...args) => {
+      if (!made && name in idle) return idle[name](...args);
+      made ??= load();
+      return made.then((part) => part[name](...args));
+    },
+  });
+}
 const chips = { X: byId("player-x"), O: byId("player-o") };
 let session = null; // the parts below reach it only once a player acts, after it is built
 const calm = window.matchMedia("(prefers-reduced-motion: reduce)");
@@ -26,7 +37,7 @@ const calm = window.matchMedia("(prefers-reduced-motion: reduce)");
 const status = createStatus({
   status: byId("status"), detail: byId("detail"), notice: byId("notice"),
   announcer: byId("announce"), banner: byId("connection"), bannerText: byId("connection-text"),
-  record: byId("record"),
+  record: byId("record"), joined: byId("joined"),
 });
 // The classic 3x3 or the ultimate 9x9, whichever game is on screen.
 const board = createBoards({
@@ -36,8 +47,8 @@ const board = createBoards({
   },
   ultimate: {
     wrap: byId("ultimate-wrap"),
-    make: (onPlay) => createUltimateBoard(byId("ultimate"), byId("ultimate-strike"),
-      { onPlay, onNotice: (text) => status.notice(text) }),
+    make: async (onPlay) => (await import("./ultimate.js"))
+      .createUltimateBoard(byId("ultimate"), byId("ultimate-strike"), { onPlay }),
   },
 }, { onPlay: (cell) => session.play(cell), app: byId("app") });
 const learn = createLearn(
@@ -61,9 +72,10 @@ const review = createReview(byId("review"), {
   },
 });
 // The board's replay belongs to the review: away from it, the board shows how the game ended.
-const deck = createDeck(byId("deck-tabs"), {
-  onLeave: (page) => page === "deck-review" && coach.step("last"),
-});
+// The tabs come with the first finished game: their module is loaded then.
+const deck = later(() => import("./deck.js").then((module) => module.createDeck(
+  byId("deck-tabs"), { onLeave: (page) => page === "deck-review" && coach.step("last") })),
+{ playing: () => {} });
 const coach = createCoach({ board, learn, review, deck, evaluations }, {
   call: (event, payload) => session.call(event, payload),
   now: () => session.now(),
@@ -97,13 +109,15 @@ session = createSession({
   seats: createSeats(
     { chips, series: byId("series"), score: byId("score"), watching: byId("watching") },
     { onRename: (name) => session.rename(name) }),
-  clock: createClock(chips, { onLow: (text) => session.warn(text) }),
+  clock: createClock(chips, { onLow: (text) => status.announce(text) }),
   reactions: createReactions(byId("reactions"), chips, {
     onReact: (reaction) => session.react(reaction),
   }),
-  share: createShare(byId("share")),
+  share: later(() => import("./share.js").then((module) => module.createShare(byId("share"))),
+    { hide: () => {} }), // hidden until the first friend game waits for its friend
+
   sound: createSound(byId("sound")),
-  leave: createLeave(byId("leave")),
+  leave: later(() => import("./leave.js").then((module) => module.createLeave(byId("leave")))),
 }, { call: (event, payload) => server.call(event, payload), app: byId("app"), calm });
 
 const server = connect({

@@ -2,8 +2,9 @@
 // the win (with its countdown from `claimable_in`) when the opponent is away, Rematch once it
 // is over, and a rematch offer with Accept and Decline, or Withdraw for the one who made it.
 // They share one slot, so nothing else moves when one takes the place of another.
-import { createCountdown } from "./countdown.js";
-import { clockWords, describeOffer } from "./status.js";
+import { createCountdown } from "./clock.js";
+import { clockWords } from "./squares.js";
+import { describeOffer } from "./news.js";
 
 /**
  * `buttons`: {rematch, claim, resign, abort, accept, decline, withdraw, follow}; `row`: the
@@ -59,7 +60,9 @@ export function createOffer({ row, buttons, text }, handlers) {
       view = game;
       const can = new Set(game.can ?? []);
       const shown = choose(game, following);
-      for (const name of slot) buttons[name].hidden = name !== shown;
+      // A watcher is offered nothing it cannot use (only Watch the rematch, when there is one).
+      const none = game.you === "spectator" && shown !== "follow";
+      for (const name of slot) buttons[name].hidden = none || name !== shown;
       // A game in progress keeps the slot but offers no restart: one stray tap must not
       // throw away a pass-and-play game (the server would take it, version 1 style).
       buttons.rematch.disabled = !can.has("rematch") || game.status === "playing";

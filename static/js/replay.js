@@ -1,5 +1,6 @@
-// Wiring of the replay page (/r/<moves>): step through a finished game the server has read.
-// The positions and mistakes come from the page (data-replay); nothing is worked out here.
+// Wiring of the replay pages (/r/<moves>, /r/u/<moves>): step through a game the server has
+// read. Every position (and in ultimate its small boards and where the mover had to play) and
+// the mistakes come from the page (data-replay); nothing is worked out here.
 import { createBoard } from "./board.js";
 import { createReview } from "./review.js";
 
@@ -7,22 +8,28 @@ const root = document.getElementById("replay");
 const replay = JSON.parse(root.dataset.replay);
 const { moves, positions } = replay;
 const last = moves.length;
+const ultimate = root.dataset.variant === "ultimate";
+const byId = (id) => document.getElementById(id);
 
 const state = { ply: last };
 
-const board = createBoard(document.getElementById("board"), document.getElementById("strike"));
-const review = createReview(document.getElementById("review"), {
+const board = ultimate
+  ? (await import("./ultimate.js")).createUltimateBoard(byId("ultimate"), byId("ultimate-strike"))
+  : createBoard(byId("board"), byId("strike"));
+const review = createReview(byId("review"), {
   onStep: step,
   onShow: (side) => go(replay.review[side].ply + 1),
 });
 
-/** The position after `ply` moves, shaped like a snapshot for the board. */
+/** The position after `ply` moves, shaped like a view for the board. */
 function position(ply) {
   const end = ply === last;
   let status = "replay";
   if (end && replay.over) status = replay.winner ? "won" : "draw";
   return {
     board: positions[ply],
+    boards: replay.boards?.[ply],
+    next: replay.next?.[ply] ?? null,
     moves: moves.slice(0, ply),
     line: end ? replay.line : null,
     winner: end ? replay.winner : null,
@@ -33,14 +40,14 @@ function position(ply) {
 
 /** The mistake made by the move that led to the position after `ply`, if it was one. */
 function mistakeAt(ply) {
-  return Object.values(replay.review).find((mistake) => mistake && mistake.ply + 1 === ply);
+  return Object.values(replay.review ?? {}).find((mistake) => mistake && mistake.ply + 1 === ply);
 }
 
-function go(ply) {
+function go(ply, { fresh } = {}) {
   const target = Math.max(0, Math.min(last, ply));
   const forward = target === state.ply + 1;
   state.ply = target;
-  board.render(position(target), { fresh: forward ? moves[target - 1] : null });
+  board.render(position(target), { fresh: fresh ?? (forward ? moves[target - 1] : null) });
   const mistake = mistakeAt(target);
   board.flag(mistake ? { mistake: mistake.cell, better: mistake.best } : {});
   board.replaying(target !== last);
@@ -57,7 +64,9 @@ review.open({
   moves,
   sides: moves.map((cell) => positions[last][cell]), // the final board shows whose each move was
   summary: document.querySelector('[data-review="summary"]').textContent,
-  href: `${location.origin}/r/${moves.join("")}`,
+  href: `${location.origin}${location.pathname}`, // this page's own link
+  variant: ultimate ? "ultimate" : undefined,
 });
-review.fill(replay.review);
-review.at(last, moves);
+if (replay.review) review.fill(replay.review);
+if (ultimate) go(last, { fresh: null }); // the classic board is drawn by the server already
+else review.at(last, moves);

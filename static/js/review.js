@@ -1,8 +1,19 @@
 // The review card of a finished game (and of the replay page): the result, step buttons and
 // keys, the moves, each side's first mistake, and a link to the replay.
-import { modified, onPage, typing } from "./keys.js";
-import { copyField } from "./share.js";
-import { moveWords, squareWords } from "./status.js";
+import { modified, onPage, typing } from "./board.js";
+import { moveWords, squareWords } from "./squares.js";
+
+/** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
+export async function copyField(input) {
+  try {
+    await navigator.clipboard.writeText(input.value);
+    return true;
+  } catch {
+    input.focus();
+    input.select();
+    return false;
+  }
+}
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
 

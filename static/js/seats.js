@@ -1,6 +1,6 @@
 // The two seats above the board (names, whose turn, who won, who is online) and the line under
 // them (the running score, how many watch). The player's own name is edited on its seat.
-import { scoreWords, seatName } from "./status.js";
+import { isBot, nameAt, scoreWords, seatName } from "./words.js";
 
 const PRESENCE_WORDS = { online: "online", offline: "away", open: "seat open" };
 
@@ -35,7 +35,7 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
 
   /** The name the server has for `side`, for the field. */
   function ownName(side) {
-    return shown?.names?.[side] ?? "";
+    return shown ? nameAt(shown, side) ?? "" : "";
   }
 
   function edit(side) {
@@ -89,7 +89,9 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       }
       chip.dataset.presence = presence;
       // Said, not shown: whose seat this is, and who is online.
-      const words = [side === you && game.names?.[side] ? "you" : "",
+      const bot = isBot(game, side);
+      chip.classList.toggle("is-bot", bot);
+      const words = [side === you && nameAt(game, side) ? "you" : "", bot ? "bot" : "",
         presence && side !== you ? PRESENCE_WORDS[presence] : ""].filter(Boolean);
       part(side, "presence-text").textContent = words.length ? `, ${words.join(", ")}` : "";
       chip.classList.toggle("is-turn", game.status === "playing" && game.turn === side);
@@ -99,7 +101,7 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       chip.classList.toggle("is-editable", editable);
       const button = part(side, "edit");
       button.hidden = !editable || editing === side;
-      button.setAttribute("aria-label", `Your name: ${game.names?.[side] || "not set"}. Change it`);
+      button.setAttribute("aria-label", `Your name: ${nameAt(game, side) || "not set"}. Change it`);
       if (!editable && editing === side) stop(side);
     }
     const words = scoreWords(game, you);

@@ -1,16 +1,6 @@
-// The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code.
-
-/** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
-export async function copyField(input) {
-  try {
-    await navigator.clipboard.writeText(input.value);
-    return true;
-  } catch {
-    input.focus();
-    input.select();
-    return false;
-  }
-}
+// The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code. Loaded
+// the first time a friend game waits for its second player (see main.js).
+import { copyField } from "./review.js";
 
 /** Wire the panel in `root`. */
 export function createShare(root) {

@@ -15,7 +15,11 @@ function refusal(code) {
 export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction }) {
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
-  const socket = io({ autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true });
+  // Protocol version 3: views may name a bot as {name, bot: true} (words.js reads both forms).
+  const socket = io({
+    autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true,
+    auth: { protocol: 3 },
+  });
 
   socket.on("connect", () => onConnect());
   // A disconnect of our own making (below) is a reconnect under way.

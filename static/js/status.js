@@ -1,29 +1,6 @@
-// Words on the page: the status line, move news, refusals, the banner, the record; and the words
-// for a game as one receiver sees it (names, endings, offers, reactions, the score).
-
-export const CELL_NAMES = [
-  "top left", "top", "top right",
-  "left", "centre", "right",
-  "bottom left", "bottom", "bottom right",
-];
-
-/** A cell's name: "top left"; in ultimate "board 5, cell 3" (cell 9 * b + c, 1-based for people). */
-export function squareWords(cell, variant) {
-  if (variant === "ultimate") return `board ${Math.floor(cell / 9) + 1}, cell ${(cell % 9) + 1}`;
-  return CELL_NAMES[cell];
-}
-
-/** Where a cell is in a sentence: "the top left", "board 5, cell 3". */
-export function placeWords(cell, variant) {
-  return variant === "ultimate" ? squareWords(cell, variant) : `the ${CELL_NAMES[cell]}`;
-}
-
-/** Where the side on move must play in an ultimate game, as the view's `next` says: "". */
-function whereWords(game) {
-  if (game.variant !== "ultimate" || game.status !== "playing") return "";
-  return game.next === null || game.next === undefined ? " · any open board"
-    : ` · play in board ${game.next + 1}`;
-}
+// The status line, move news, refusals, the banner and the record: the page's elements for
+// words (the words themselves are in words.js and squares.js).
+import { playWhere } from "./words.js";
 
 const REFUSALS = {
   occupied: "That square is taken",
@@ -43,303 +20,17 @@ const REFUSALS = {
 };
 
 const NOTICE_MS = 4500;
+const FLASH_MS = 6000;
 
-/** The seat across the board from `you`, or null for local players and spectators. */
-export function opponentOf(you) {
-  if (you === "X") return "O";
-  if (you === "O") return "X";
-  return null;
-}
-
-function capitalize(word) {
-  return word ? word[0].toUpperCase() + word.slice(1) : "";
-}
-
-/** The name of the person at `side` for a sentence, or null when they have none. */
-function nameAt(game, side) {
-  return game.mode === "local" ? null : (game.names?.[side] || null);
-}
-
-/**
- * The opponent of `you` in a sentence: their name, or "your friend" ("Your friend" when it
- * starts the sentence).
- */
-export function friendName(game, you, { start = false } = {}) {
-  const name = nameAt(game, opponentOf(you));
-  if (name) return name;
-  return start ? "Your friend" : "your friend";
-}
-
-/** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
-function sideName(game, side) {
-  return nameAt(game, side) ?? side;
-}
-
-/** How a won game was won, told without a point of view: ", X resigned", " on time". */
-function how(game) {
-  const loser = opponentOf(game.winner);
-  if (game.reason === "resign") return `, ${sideName(game, loser)} resigned`;
-  if (game.reason === "claim") return `, ${sideName(game, loser)} left`;
-  if (game.reason === "time") return " on time";
-  return "";
-}
-
-/** A game told without a point of view: "X to move", "O wins", "Draw". */
-function neutral(game) {
-  if (game.status === "aborted") return "Game cancelled";
-  if (game.status === "draw") return "Draw";
-  if (game.status === "won") return `${sideName(game, game.winner)} wins${how(game)}`;
-  return `${game.turn} to move${whereWords(game)}`;
-}
-
-/** The end of a game as `you` (a seat) saw it: "You win — Ben resigned", "You resigned". */
-function ending(game, you) {
-  if (game.status === "aborted") return "Game cancelled";
-  if (game.status === "draw") return "Draw";
-  const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
-  if (game.winner === you) {
-    if (game.reason === "claim") return `You win — ${friend} left`;
-    if (game.reason === "resign") return game.mode === "ai" ? "You win — the AI resigned" : `You win — ${friend} resigned`;
-    if (game.reason === "time") return "You win on time";
-    return "You win!";
-  }
-  if (game.reason === "resign") return "You resigned";
-  if (game.mode === "ai") return "The AI wins";
-  if (game.reason === "time") return `Out of time — ${friend} wins`;
-  if (game.reason === "claim") return `${Friend} claimed the win`;
-  return `${Friend} wins`;
-}
-
-/** The status line for `game` as seen by `you` (a Role). */
-export function describe(game, you) {
-  if (you === "spectator") return `You are watching — ${neutral(game)}`;
-  const other = opponentOf(you);
-  if (!other) return neutral(game);
-  if (game.status !== "playing") return ending(game, you);
-  const Friend = friendName(game, you, { start: true });
-  if (game.mode === "friend") {
-    if (game.seats[other] === "open") return "Waiting for your friend to join";
-    if (!game.online[other]) return `${Friend} disconnected`;
-  }
-  if (game.turn === you) return `Your turn${whereWords(game)}`;
-  return game.mode === "ai" ? "AI is thinking…" : `${Friend}'s turn`;
-}
-
-/** Who made the last move and where: "AI played the centre". The board says whose mark. */
-export function describeLastMove(game, you) {
-  if (!game.moves.length) return "";
-  const cell = game.moves[game.moves.length - 1];
-  const mark = game.board[cell];
-  let who = sideName(game, mark);
-  if (mark === you) who = "You";
-  else if (game.seats[mark] === "ai") who = "AI";
-  else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who} played ${placeWords(cell, game.variant)}`;
-}
-
-/** A line to open a game with no moves yet. */
-export function describeStart(game, you) {
-  if (game.start > 0) return `Practice from move ${game.start + 1} · not counted`;
-  const ultimate = game.variant === "ultimate" ? "Ultimate · " : "";
-  if (game.mode === "ai") return `${ultimate}You play ${you} against the ${game.level} AI`;
-  if (game.mode === "local") return `${ultimate}Two players, one screen — X starts`;
-  if (you === "spectator") return "";
-  const clock = game.clock ? ` · ${game.clock} s a move` : "";
-  return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
-}
-
-/** News of the opponent's seat between two views of a friend game, or "". */
-export function describePresence(previous, game, you) {
-  if (game.mode === "friend" && you === "spectator") return watchedPresence(previous, game);
-  const other = game.mode === "friend" ? opponentOf(you) : null;
-  if (!other || !previous || previous.id !== game.id) return "";
-  const Friend = friendName(game, you, { start: true });
-  if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
-  if (game.status !== "playing") return "";
-  if (previous.online[other] && !game.online[other]) return "Waiting for them to come back";
-  if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
-  return "";
-}
-
-/**
- * What a watcher of a friend game is told of the seats: who joined, went away or came back since
- * `previous`; with no `previous` (it just came), who is away now. "Ben is away · O is back".
- */
-function watchedPresence(previous, game) {
-  const same = previous?.id === game.id;
-  const news = ["X", "O"].map((side) => {
-    const who = sideName(game, side);
-    if (same && previous.seats[side] === "open" && game.seats[side] === "human") return `${who} joined`;
-    if (game.status !== "playing" || game.seats[side] !== "human") return "";
-    const was = same ? previous.online[side] : true;
-    if (was && !game.online[side]) return `${who} is away`;
-    if (same && !was && game.online[side]) return `${who} is back`;
-    return "";
-  });
-  return news.filter(Boolean).join(" · ");
-}
-
-/** The standing rematch offer of a finished game in words, or "". */
-export function describeOffer(game, you) {
-  const from = game.offer?.rematch;
-  if (!from || game.status === "playing") return "";
-  if (from === you) return `Rematch offered — waiting for ${friendName(game, you)}`;
-  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
-  return `${who} wants a rematch`;
-}
-
-/**
- * News of the offer between two views of the same game, or "". `withdrawn`: this page took
- * the offer back (or declined it) itself, so nothing is news.
- */
-export function describeOfferChange(previous, game, you, { withdrawn = false } = {}) {
-  if (!previous || previous.id !== game.id || !opponentOf(you)) return "";
-  const before = previous.offer?.rematch ?? null;
-  const now = game.offer?.rematch ?? null;
-  if (before === now || withdrawn) return "";
-  const Friend = friendName(game, you, { start: true });
-  if (now && now !== you) return `${Friend} wants a rematch`;
-  if (before && !now && !game.rematch) {
-    return before === you ? `${Friend} declined the rematch` : `${Friend} took the offer back`;
-  }
-  return "";
-}
-
-/** A reaction said out loud: "Ben: applause" (`words`: what the reaction says). */
-export function describeReaction(game, you, from, words) {
-  let who = sideName(game, from);
-  if (from === you) who = "You";
-  else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who}: ${words}`;
-}
-
-/**
- * The name on a seat's chip: "Ana", "You", "Ben", "Friend", "AI · Hard", "Player 1". The
- * player's own seat shows their name once they have one (its pencil says whose it is).
- */
-export function seatName(game, side, you) {
-  if (game.seats[side] === "ai") return `AI · ${capitalize(game.level)}`;
-  if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return "Waiting…";
-  const name = nameAt(game, side);
-  if (side === you) return name ?? "You";
-  if (name) return name;
-  if (game.mode === "friend" && opponentOf(you)) return "Friend";
-  return side === "X" ? "Player 1" : "Player 2";
-}
-
-/** The running score of a series: "Ana 2 · 1 draw · 1 Ben", or "" when none is kept. */
-export function scoreWords(game, you) {
-  const { score } = game;
-  if (!score) return "";
-  const label = (side) => {
-    if (game.mode === "local") return side;
-    const name = nameAt(game, side);
-    if (side === you) return name ?? "You";
-    return name ?? (opponentOf(you) ? "Friend" : side);
-  };
-  const draws = `${score.draws} ${score.draws === 1 ? "draw" : "draws"}`;
-  return `${label("X")} ${score.X} · ${draws} · ${score.O} ${label("O")}`;
-}
-
-/** "0:07": seconds as minutes and seconds. */
-export function clockWords(seconds) {
-  const whole = Math.max(0, Math.ceil(seconds));
-  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
-}
-
-/** "X top left" ("X board 5, cell 3" in ultimate): one move, by the side that made it. */
-export function moveWords(side, cell, variant) {
-  return `${side} ${squareWords(cell, variant)}`;
-}
-
-/** The side that made each move: the mark the final board shows on its cell. */
-export function sidesOf(board, moves) {
-  return moves.map((cell) => board[cell]);
-}
-
-/** "the centre", "the top left or the bottom right": cells in a sentence. */
-export function cellsWords(cells, variant) {
-  return cells.map((cell) => placeWords(cell, variant)).join(" or ");
-}
-
-/**
- * An ultimate move's `score` (the result the search expects after it, 0..1, a draw counting
- * half) in words: `short` on the square ("~62%"), `long` for its label, `tone` for its colour.
- */
-export function estimateWords(score) {
-  const percent = Math.round(score * 100);
-  let tone = "even";
-  if (score >= 0.6) tone = "good";
-  else if (score <= 0.4) tone = "bad";
-  return { short: `~${percent}%`, long: `about ${percent}% chance, estimated by search`, tone };
-}
-
-/**
- * One move of the `analyze` answer in words: `short` on the square ("Win in 3"), `long`
- * for its label ("this move wins in 3 moves"). `plies` counts the moves of both sides from
- * this one to the end.
- */
-export function evaluationWords({ result, plies }) {
-  const moves = plies === 1 ? "1 move" : `${plies} moves`;
-  if (result === "win") {
-    return plies === 1
-      ? { short: "Win now", long: "this move wins at once" }
-      : { short: `Win in ${plies}`, long: `this move wins in ${moves}` };
-  }
-  if (result === "loss") return { short: `Loss in ${plies}`, long: `this move loses in ${moves}` };
-  return { short: "Draw", long: "this move leads to a draw" };
-}
-
-function hintCount(n) {
-  if (!n) return "no hints";
-  return n === 1 ? "with 1 hint" : `with ${n} hints`;
-}
-
-/** The line on top of a finished game's review: "You won — with 2 hints". */
-export function summarize(game, you) {
-  const other = opponentOf(you);
-  const hints = game.hints ?? { X: 0, O: 0 };
-  const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
-  let result;
-  if (game.status === "aborted") result = "Cancelled";
-  else if (game.status === "draw") result = "Draw";
-  else if (!other) result = `${sideName(game, game.winner)} won${how(game)}`;
-  else if (game.winner === you) {
-    result = {
-      claim: `You won — ${friend} left`,
-      resign: `You won — ${game.mode === "ai" ? "the AI" : friend} resigned`,
-      time: "You won on time",
-    }[game.reason] ?? "You won";
-  } else if (game.reason === "resign") result = "You resigned";
-  else if (game.mode === "ai") result = "The AI won";
-  else {
-    result = { claim: `${Friend} claimed the win`, time: `${Friend} won on time` }[game.reason]
-      ?? `${Friend} won`;
-  }
-  let taken = "";
-  if (game.mode === "ai" && other) taken = hintCount(hints[you]);
-  else if (game.mode !== "friend") {
-    const total = hints.X + hints.O;
-    taken = total ? `${hintCount(total)} (X ${hints.X}, O ${hints.O})` : hintCount(0);
-  }
-  const plain = !game.reason || game.reason === "line";
-  const practice = game.start > 0 ? "Practice · " : "";
-  return `${practice}${result}${taken && plain && game.status !== "aborted" ? ` — ${taken}` : ""}`;
-}
-
-/** Phrases as one line to be read out: "AI played the centre. Your turn". */
-export function sentences(parts) {
-  return parts.filter(Boolean).reduce(
-    (line, part) => (line ? `${line}${/[.!?…]$/.test(line) ? "" : "."} ${part}` : part), "");
-}
-
-/** The message for a refused event. */
-export function refusalText(error, event) {
+/** The message for a refused `event`; `game`: the view on screen, to say where to play. */
+export function refusalText(error, event, game = null) {
   const code = error?.code;
   if (event === "claim" && code === "not_allowed") {
     return "Not yet — wait for the countdown to end";
+  }
+  if (event === "move" && code === "not_allowed" && game?.variant === "ultimate") {
+    const where = playWhere(game);
+    return where.startsWith("play") ? `Not there — ${where}` : "Not there — that board is closed";
   }
   if (code === "not_allowed") {
     const why = error?.message ? `: ${error.message}` : "";
@@ -349,9 +40,26 @@ export function refusalText(error, event) {
 }
 
 /** Wire the words of the page to their elements. */
-export function createStatus({ status, detail, notice, announcer, banner, bannerText, record }) {
+export function createStatus({
+  status, detail, notice, announcer, banner, bannerText, record, joined,
+}) {
   let noticeTimer = 0;
   let announceFrame = 0;
+  let flashTimer = 0;
+  let titleLead = ""; // news the tab title carries until the player has seen the page again
+  let said = "";
+
+  function title() {
+    document.title = `${titleLead ? `${titleLead} · ` : ""}${said} · Tic-tac-toe`;
+  }
+
+  // The tab title keeps "Ana joined" while the tab is in the background; coming back ends it.
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && titleLead && !flashTimer) {
+      titleLead = "";
+      title();
+    }
+  });
 
   function clearNotice() {
     clearTimeout(noticeTimer);
@@ -363,7 +71,32 @@ export function createStatus({ status, detail, notice, announcer, banner, banner
     /** Set the status line (and the tab title). */
     say(text) {
       if (status.textContent !== text) status.textContent = text;
-      document.title = `${text} · Tic-tac-toe`;
+      said = text;
+      title();
+    },
+
+    /**
+     * News that must not be missed ("Ana joined"): a banner over the page for a few seconds,
+     * the tab title, and a short buzz on phones that allow it. (The live region says it too.)
+     */
+    flash(text) {
+      if (!joined) return;
+      clearTimeout(flashTimer);
+      joined.textContent = text;
+      joined.hidden = false;
+      titleLead = `🔔 ${text}`;
+      title();
+      try {
+        navigator.vibrate?.(200);
+      } catch {
+        // Not allowed before the page was touched, or not a phone: the banner is enough.
+      }
+      flashTimer = setTimeout(() => {
+        flashTimer = 0;
+        joined.hidden = true;
+        if (document.visibilityState === "visible") titleLead = "";
+        title();
+      }, FLASH_MS);
     },
 
     /** Set the smaller line under the status: move news, presence. */

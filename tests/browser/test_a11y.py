@@ -117,6 +117,9 @@ def test_every_state_passes_axe_and_fits_the_screen(open_page, chromium, live_se
     expect(page.locator(".cell[data-result]")).to_have_count(7)
     audit(page, "evaluations shown", axe)
     page.locator("#evaluations-switch").click()
+    expect(page.locator(".cell[data-result]")).to_have_count(0)
+    page.locator(".cell[aria-disabled='false']").first.click()  # a second move: now it counts
+    expect(page.locator(".cell[data-mark='O']")).to_have_count(2)
 
     choose(page, "mode", "friend")
     expect(page.get_by_role("dialog")).to_be_visible()

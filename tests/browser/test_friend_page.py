@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_a11y import audit
-from tests.browser.test_play import cell, choose, leave_anyway
+from tests.browser.test_play import cell, choose, leave_anyway, share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -43,7 +43,7 @@ def host_friend_game(open_page, device="desktop", server=None) -> tuple[Page, st
     expect(status(host)).to_have_text("Your turn")
     choose(host, "mode", "friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    return host, host.locator("#share-link").input_value()
+    return host, share_link(host)
 
 
 def seat_together(open_page, host_device="desktop", guest_device="phone", server=None):
@@ -136,7 +136,7 @@ def test_a_settings_tap_mid_game_asks_before_leaving_and_says_what_happens(open_
     choose(guest, "mode", "ai")
     dialog = guest.get_by_role("dialog", name="Leave this game?")
     expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text("your friend can claim it in a minute")
+    expect(dialog).to_contain_text("your friend can claim it in 1 minute")
     expect(dialog.locator("[data-leave='stay']")).to_be_focused()
     audit(guest, "asked before leaving a friend game", problems)
     dialog.locator("[data-leave='stay']").click()  # stays: nothing happened
@@ -146,7 +146,7 @@ def test_a_settings_tap_mid_game_asks_before_leaving_and_says_what_happens(open_
     expect(status(host)).to_have_text("Your turn")
 
     choose(guest, "you", "X")
-    leave_anyway(guest, re.compile("your friend can claim it in a minute"))
+    leave_anyway(guest, re.compile("your friend can claim it in 1 minute"))
     expect(status(guest)).to_have_text("Waiting for your friend to join")
     expect(status(host)).to_have_text("Your friend disconnected")
     expect(host.locator("#claim")).to_have_text(re.compile(r"^Claim the win in 0:[0-5]\d$"))
@@ -169,6 +169,9 @@ def test_abort_before_both_moved_and_resign_after(open_page):
     expect(status(page)).to_have_text("Your turn")
     cell(page, 4).tap()
     expect(page.locator(".cell[data-mark='O']")).to_have_count(1)
+    expect(page.locator("#abort")).to_be_visible()  # one move in: leaving costs nothing yet
+    page.locator(".cell[aria-disabled='false']").first.tap()
+    expect(page.locator(".cell[data-mark='O']")).to_have_count(2)
     page.locator("#resign").tap()
     dialog = page.get_by_role("dialog", name="Resign this game?")
     expect(dialog).to_contain_text("It counts as a loss against the AI.")
@@ -296,7 +299,7 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     expect(host.locator("#detail")).to_have_text("You play X and move first · 10 s a move")
     clock = host.locator("#player-x .player-clock")
     expect(clock).to_have_text("0:10")  # there from the start: nothing moves when it runs
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     problems: list[str] = []
 
     guest = open_page("desktop" if device == "phone" else "phone", path=link)

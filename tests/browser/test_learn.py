@@ -247,7 +247,7 @@ def test_friend_games_offer_no_hints_and_a_finished_game_fits_a_small_phone(open
     page = open_page({"width": 320, "height": 640})
     expect(page.locator("#status")).to_have_text("Your turn")
     choose(page, "mode", "friend")
-    expect(page.locator("#learn-note")).to_contain_text("No hints or evaluations against a friend")
+    expect(page.locator("#learn-note")).to_contain_text("No hints or evaluations in this game")
     expect(page.locator("#hint-button")).to_be_hidden()
     expect(page.locator("#evaluations-switch")).to_be_hidden()
 

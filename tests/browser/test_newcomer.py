@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_play import board, cell, choose
+from tests.browser.test_play import board, cell, choose, share_link
 from ttt import analysis, solver
 from ttt.rules import Board
 
@@ -108,6 +108,8 @@ def test_a_rematch_says_the_side_and_new_game_keeps_the_chosen_one(open_page):
     expect(status(page)).to_have_text("Your turn")
     cell(page, 4).click()
     expect(page.locator(".cell[data-mark='O']")).to_have_count(1)
+    page.locator(".cell[aria-disabled='false']").first.click()  # a second move: now it counts
+    expect(page.locator(".cell[data-mark='O']")).to_have_count(2)
     page.locator("#resign").click()
     page.get_by_role("dialog").locator("[data-leave='go']").click()
     expect(status(page)).to_have_text("You resigned")
@@ -259,7 +261,7 @@ def test_a_spectator_hears_of_the_seats_and_of_how_the_game_was_won(open_page, q
     expect(status(host)).to_have_text("Your turn")
     choose(host, "mode", "friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     guest = open_page("phone", path=link, server=quick_server)
     expect(status(guest)).to_have_text("Your friend's turn")
     watcher = open_page(path=link, server=quick_server)

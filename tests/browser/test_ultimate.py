@@ -13,6 +13,7 @@ import requests
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_a11y import audit
+from tests.browser.test_play import share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -152,14 +153,15 @@ def test_ultimate_against_the_easy_ai_by_tap_and_click(open_page, device):
             ".ucell[aria-disabled='false']", "cells => cells.map(c => Number(c.dataset.ucell))")
         assert enabled == free
 
-    # A square outside the board to play in is not playable: the page says where to play.
+    # A square outside the board to play in is not playable: the server refuses it, the page
+    # says where to play.
     before = marks(page)
     wrong = int(page.locator(".usmall[data-state='.']:not(.is-target) .ucell[data-mark='']")
                 .first.get_attribute("data-ucell"))
     expect(square(page, wrong)).to_have_attribute("aria-disabled", "true")
     press(page, square(page, wrong), device, force=True)  # aria-disabled: Playwright would wait
     board = targets(page)[0] + 1
-    expect(page.locator("#notice")).to_have_text(f"You must play in board {board}")
+    expect(page.locator("#notice")).to_have_text(f"Not there — play in board {board}")
     assert marks(page) == before
     expect(square(page, wrong)).to_have_attribute(
         "aria-label", re.compile(rf"empty; you must play in board {board}$"))
@@ -193,10 +195,10 @@ def test_the_settings_offer_ultimate_without_a_perfect_ai_and_rematch_keeps_it(
         expect(page.locator(".ucell[data-mark='O']")).to_have_count(1, timeout=15_000)
         expect(status(page)).to_have_text(re.compile(r"^Your turn · "))
 
-        # Back to classic (leaving this game resigns it): the perfect AI is offered again.
+        # Back to classic: one move in, leaving is not a loss and nobody asks; the perfect AI
+        # is offered again.
         setting(page, "variant", "classic")
-        dialog = page.get_by_role("dialog", name="Leave this game?")
-        dialog.locator("[data-leave='go']").click()
+        expect(page.locator("#detail")).to_have_text("The game you left was not counted")
         expect(page.locator("#board-wrap")).to_be_visible()
         expect(page.locator("#ultimate-wrap")).to_be_hidden()
         expect(status(page)).to_have_text("Your turn")
@@ -211,6 +213,8 @@ def test_a_resigned_ultimate_game_is_reviewed_and_its_rematch_is_ultimate(open_p
     expect(status(page)).to_have_text("Your turn · any open board")
     square(page, 40).click()
     expect(page.locator(".ucell[data-mark='O']")).to_have_count(1)
+    page.locator(".ucell[aria-disabled='false']").first.click()  # a second move: now it counts
+    expect(page.locator(".ucell[data-mark='O']")).to_have_count(2)
     page.locator("#resign").click()
     page.get_by_role("dialog").locator("[data-leave='go']").click()
     expect(status(page)).to_have_text("You resigned")
@@ -222,7 +226,7 @@ def test_a_resigned_ultimate_game_is_reviewed_and_its_rematch_is_ultimate(open_p
     expect(review.locator("[data-review='mistakes']")).to_be_hidden()
     expect(review.locator(".move").first).to_have_text("1. X board 5, cell 5")
     link = review.locator("[data-review='link']").input_value()
-    assert re.fullmatch(r"http://[^/]+/r/u/40\.[0-9]{1,2}", link), link
+    assert re.fullmatch(r"http://[^/]+/r/u/40(\.[0-9]{1,2}){3}", link), link
 
     page.locator("#rematch").click()  # sides swap: the AI opens as X, on the 9x9 board again
     expect(page.locator("#player-o .player-name")).to_have_text("You")
@@ -324,7 +328,7 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
     expect(square(page, 48)).to_have_attribute(
         "aria-label", "board 6, cell 4, empty; you must play in board 5")
     page.keyboard.press("Enter")
-    expect(page.locator("#notice")).to_have_text("You must play in board 5")
+    expect(page.locator("#notice")).to_have_text("Not there — play in board 5")
     assert marks(page).count("O") == 0
 
     page.keyboard.press("1")  # a digit plays that square of the board to play in
@@ -352,8 +356,8 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
         ".ucell[data-score]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
     expect(estimates.first.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
     expect(estimates.first).to_have_attribute(
-        "aria-label", re.compile(r"^board 5, cell 1, empty, about \d{1,3}% chance, estimated by "
-                                 r"search; you must play in board 5$"))
+        "aria-label", re.compile(r"^board 5, cell 1, empty, expected score about \d{1,3}%, "
+                                 r"estimated by search; you must play in board 5$"))
     expect(page.locator("text=/estimated by search/ >> visible=true").first).to_be_visible()
     axe: list[str] = []
     audit(page, "ultimate evaluations", axe)
@@ -372,7 +376,7 @@ def test_a_friend_ultimate_game_between_two_browsers(open_page):
     host = open_page("desktop")
     start_ultimate(host, mode="friend")
     expect(status(host)).to_have_text("Waiting for your friend to join")
-    link = host.locator("#share-link").input_value()
+    link = share_link(host)
     guest = open_page("Pixel 7", path=link)
     expect(guest.locator("#ultimate-wrap")).to_be_visible()
     expect(status(guest)).to_have_text("Your friend's turn")

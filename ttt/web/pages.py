@@ -20,7 +20,6 @@ from flask import (
 )
 
 from ttt import analysis
-from ttt.players import AI_LEVELS
 from ttt.rules import Board
 from ttt.variants import VARIANTS
 from ttt.web import get_store, get_table
@@ -91,7 +90,7 @@ def _compress(response):
     return response
 
 def _page(game_id: str | None):
-    return render_template("index.html", game_id=game_id, levels=AI_LEVELS,
+    return render_template("index.html", game_id=game_id,
                            config=get_table().config())
 
 
@@ -109,8 +108,9 @@ def config():
 
 @bp.get("/g/<game_id>")
 def game(game_id: str):
-    if not GAME_ID.fullmatch(game_id):
-        abort(404)
+    # A dead or expired link gets the friendly not-found page (still a 404) with a way on.
+    if not GAME_ID.fullmatch(game_id) or get_store().get(game_id) is None:
+        abort(404, description="This game link has expired, or it never existed.")
     ensure_player()
     return _page(game_id)
 

@@ -1,0 +1,232 @@
+// What the player sends about the game on screen, for the session: moves (the "moving" state:
+// the pushes that come meanwhile are kept, the newest by `rev`, until the move's answer; a move
+// tapped while offline is sent once the connection is back, if the game is still as it was),
+// rematch, claim, resign, abort, decline, react, and leaving a game for another.
+import { swapped } from "./screen.js";
+import { squareWords } from "./squares.js";
+import { refusalText } from "./status.js";
+import { describeOffer, describeReaction } from "./news.js";
+
+/** The newer of two views of one game (by `rev`, or the move count from an older server). */
+function newest(one, other) {
+  if (!one) return other;
+  if (!other) return one;
+  return (other.rev ?? other.version) >= (one.rev ?? one.version) ? other : one;
+}
+
+/**
+ * `session`: {call, fire, view, show, refused, enter, keepRecord, parts, calm, now}; `now()`
+ * gives the session's state ({name, game, asked, withdrawing}), which this may change.
+ */
+export function createActs(session) {
+  const { call, fire, view, show, refused, enter, keepRecord, parts, calm, now } = session;
+  const { status, coach, leave, offer, board } = parts;
+  const shared = now(); // the session's state object: `asked`, `withdrawing` are set here too
+  const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+  const state = {
+    sent: null,    // the version our move on its way was sent at
+    ownAt: 0,      // when the push of our own move was shown, while a slow AI thinks
+    held: null,    // the newest push that came in while the move was on its way
+    queued: null,  // {id, version, cell, variant}: a move tapped while offline, to send
+  };
+
+  /** Send a move on `cell` of the game on screen, and show what comes back. */
+  async function play(cell) {
+    const { game } = now();
+    if (!game || now().name !== "ready") return;
+    if (coach.reviewing(game)) {
+      coach.step("last"); // a square pressed during the replay: back to the end
+      return;
+    }
+    status.clearNotice();
+    fire("move");
+    Object.assign(state, { sent: game.version, ownAt: 0, held: null });
+    const answer = await call("move", { game: game.id, cell, version: game.version });
+    if (!answer.ok) {
+      settle(null);
+      if (answer.error?.code === "offline" && game.can?.includes("move")) hold(game, cell);
+      else refused("move", answer);
+      return;
+    }
+    if (answer.played) {
+      // Our move first, then the AI's a beat later, so the reply reads as a reply.
+      show(view(answer.played));
+      // A slow AI (ultimate) had our move pushed and shown long ago: no more waiting then.
+      const beat = (calm.matches ? 150 : 450) - (state.ownAt ? performance.now() - state.ownAt : 0);
+      if (beat > 0) await sleep(beat);
+    }
+    settle(view(answer.game));
+    keepRecord(answer);
+  }
+
+  /** The move's answer is in: back to ready, showing the newest of it and the pushes held. */
+  function settle(reply) {
+    const held = state.held;
+    state.held = null;
+    fire("answered");
+    const shown = newest(reply, held);
+    if (shown) show(shown);
+  }
+
+  /**
+   * A move tapped while offline: kept (the last one tapped) and said, and sent once the
+   * connection is back if the game is still as it was then (see sendHeld).
+   */
+  function hold(game, cell) {
+    state.queued = { id: game.id, version: game.version, cell, variant: game.variant };
+    const where = squareWords(cell, game.variant);
+    status.notice(`You are offline — your move (${where}) will be played when the connection is back`,
+      { sticky: true });
+  }
+
+  /** After a reconnect and its join: play the held move, or say plainly that it was not. */
+  function sendHeld() {
+    const { queued } = state;
+    const { game } = now();
+    if (!queued || !game) return;
+    state.queued = null;
+    const { id, version, cell, variant } = queued;
+    // The server is the judge of the move; the page only checks that nothing changed while it
+    // was away (a move, a claim, the clock), since the player decided on that board.
+    if (game.id === id && game.version === version && game.legal?.includes(cell)) {
+      status.clearNotice();
+      play(cell);
+      return;
+    }
+    status.notice(`Your move (${squareWords(cell, variant)}) was not played: the game changed `
+      + "while you were offline", { sticky: true });
+  }
+
+  /** A push of the game on screen: shown, or kept while our move is on its way. */
+  function pushed(game) {
+    const { name, game: shown } = now();
+    if (name !== "moving") {
+      show(game);
+      return;
+    }
+    if (game.version === state.sent + 1 && shown.version === state.sent) {
+      // Our own move, pushed at once while a slow AI (ultimate) thinks: on screen now.
+      show(game);
+      state.ownAt = performance.now();
+      return;
+    }
+    state.held = newest(state.held, game);
+  }
+
+  /** Send resign, abort or decline for the game on screen; true if it went through. */
+  async function end(event) {
+    const game = now().game;
+    if (!game) return false;
+    shared.withdrawing = event === "decline";
+    shared.ending = event === "decline" ? null : event;
+    const answer = await call(event, { game: game.id });
+    if (answer.ok && answer.game) show(view(answer.game));
+    if (answer.ok) keepRecord(answer);
+    shared.withdrawing = false;
+    shared.ending = null;
+    if (event === "decline") shared.asked = null;
+    if (answer.ok) return true;
+    // The game ended or changed meanwhile: there is nothing left to give up.
+    if (answer.error?.code === "game_over" || answer.error?.code === "not_allowed") return true;
+    refused(event, answer);
+    return false;
+  }
+
+  /**
+   * Before leaving the game on screen: ask, when it is in progress, and tell the server. False
+   * when the player stays; else true, or the words to say once the next game is on screen.
+   */
+  async function leaveFirst() {
+    if (!now().game) return true; // nothing to leave (and no need to load the words for it)
+    const { leaving } = await import("./leave.js");
+    const plan = leaving(now().game);
+    if (!plan) return true;
+    if (plan.ask && !(await leave.ask(plan))) return false;
+    const done = plan.event ? await end(plan.event) : true;
+    return done && plan.told ? plan.told : done;
+  }
+
+  /** Rematch: at once against the AI and in pass-and-play; an offer (or its acceptance) else. */
+  async function rematch() {
+    const game = now().game;
+    if (!game) return;
+    status.clearNotice();
+    shared.asked = game.id;
+    const answer = await call("rematch", { game: game.id });
+    if (!answer.ok) {
+      shared.asked = null;
+      refused("rematch", answer);
+      return;
+    }
+    if (answer.started === false) {
+      show(view(answer.game));
+      status.announce(describeOffer(now().game, now().game.you));
+      return;
+    }
+    const pressed = document.activeElement;
+    // Sides swap in a rematch: say so, or the player's next tap may be a surprise.
+    enter(answer, { opening: true, lead: swapped(game.you, answer.you) });
+    // The button is gone: a keyboard player goes on where the game is played.
+    if (offer.holds(pressed) || pressed === document.body) board.focus();
+  }
+
+  /** Send `event` for the game on screen and show the game of its answer. */
+  async function act(event, payload = {}) {
+    const game = now().game;
+    if (!game) return null;
+    const answer = await call(event, { game: game.id, ...payload });
+    if (!answer.ok) {
+      // One reaction a second is plenty: a quicker tap is simply not sent on.
+      if (!(event === "react" && answer.error?.code === "rate_limited")) refused(event, answer);
+      return null;
+    }
+    if (answer.game) show(view(answer.game));
+    keepRecord(answer);
+    return answer;
+  }
+
+  /** Resign or abort the game on screen, once the player says so. */
+  async function give(event) {
+    const game = now().game;
+    const { ending } = await import("./leave.js");
+    if (!game || !(await leave.ask(ending(game, event)))) return;
+    await end(event);
+  }
+
+  /** Set the player's name; `rejoin()` then shows it everywhere (the answer holds no game). */
+  async function rename(name, rejoin) {
+    const answer = await call("set_name", { name });
+    if (!answer.ok) {
+      status.notice(refusalText(answer.error, "set_name"));
+      return null;
+    }
+    rejoin();
+    return answer.name;
+  }
+
+  /** A reaction pushed: shown on its sender's seat and said. */
+  function reacted(push) {
+    const { game } = shared;
+    if (!game || push.game !== game.id) return;
+    parts.reactions.show(push.from, push.reaction);
+    const words = parts.reactions.words(push.reaction);
+    status.announce(describeReaction(game, game.you, push.from, words));
+  }
+
+  return {
+    play,
+    rename,
+    reacted,
+    end,
+    leaveFirst,
+    rematch,
+    act,
+    give,
+    pushed,
+    sendHeld,
+    /** Another game is on screen: nothing held belongs to it. */
+    forget() {
+      state.held = null;
+    },
+  };
+}

@@ -1,0 +1,108 @@
+// News of a change between two views of a game, naming the person: who joined, left or came
+// back, offered, declined or withdrew a rematch, reacted, or ended the game and how.
+import { friendName, opponentOf, sideName } from "./words.js";
+
+/**
+ * Who called the game off and how, from the view's `aborted` ({reason, by}, PROTOCOL v3) or,
+ * from an older server, from whether this page sent the abort itself.
+ */
+function abortWords(previous, game, you, own, Friend) {
+  const { reason, by } = game.aborted ?? {};
+  if (reason === "no_start") {
+    // The side on move let its first-move window pass.
+    if (previous.turn === you) return "You did not make your first move in time — nothing counts";
+    const who = Friend ?? sideName(game, previous.turn);
+    return `${who} did not make a first move in time — nothing counts`;
+  }
+  const mine = by ? by === you : own === "abort";
+  if (mine) return "You cancelled the game — nothing counts";
+  if (Friend) return `${Friend} cancelled the game — nothing counts`;
+  return by ? `${sideName(game, by)} cancelled the game — nothing counts` : "The game was cancelled";
+}
+
+/**
+ * How the game ended, told as news naming the person, or "" when it did not just end.
+ * `own`: the event this page sent itself ("abort", "resign") if it ended the game.
+ */
+export function describeEnd(previous, game, you, { own = null } = {}) {
+  if (previous?.status !== "playing" || game.status === "playing") return "";
+  const other = opponentOf(you);
+  const Friend = other ? friendName(game, you, { start: true }) : null;
+  if (game.status === "aborted") return abortWords(previous, game, you, own, Friend);
+  if (!Friend || game.mode !== "friend") return "";
+  const loser = opponentOf(game.winner);
+  if (game.reason === "resign" && loser === other) return `${Friend} resigned`;
+  if (game.reason === "time") return loser === other ? `${Friend} ran out of time` : "You ran out of time";
+  if (game.reason === "claim") return loser === other ? "You claimed the win" : `${Friend} claimed the win`;
+  return "";
+}
+
+/** News of the opponent's seat between two views of a friend game, or "". */
+export function describePresence(previous, game, you) {
+  if (game.mode === "friend" && you === "spectator") return watchedPresence(previous, game);
+  const other = game.mode === "friend" ? opponentOf(you) : null;
+  if (!other || !previous || previous.id !== game.id) return "";
+  const Friend = friendName(game, you, { start: true });
+  if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
+  if (game.status !== "playing") return "";
+  if (previous.online[other] && !game.online[other]) return `${Friend} left — waiting for them to come back`;
+  if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
+  return "";
+}
+
+/**
+ * What a watcher of a friend game is told of the seats: who joined, went away or came back since
+ * `previous`; with no `previous` (it just came), who is away now. "Ben is away · O is back".
+ */
+function watchedPresence(previous, game) {
+  const same = previous?.id === game.id;
+  const news = ["X", "O"].map((side) => {
+    const who = sideName(game, side);
+    if (same && previous.seats[side] === "open" && game.seats[side] === "human") return `${who} joined`;
+    if (game.status !== "playing" || game.seats[side] !== "human") return "";
+    const was = same ? previous.online[side] : true;
+    if (was && !game.online[side]) return `${who} is away`;
+    if (same && !was && game.online[side]) return `${who} is back`;
+    return "";
+  });
+  return news.filter(Boolean).join(" · ");
+}
+
+/** The standing rematch offer of a finished game in words, or "". */
+export function describeOffer(game, you) {
+  const from = game.offer?.rematch;
+  if (!from || game.status === "playing") return "";
+  if (from === you) {
+    const other = opponentOf(you);
+    // An offer to somebody who has gone waits for nobody: say so (Withdraw takes it back).
+    if (other && game.online?.[other] === false) return `Rematch offered — ${friendName(game, you, { start: true })} has left`;
+    return `Rematch offered — waiting for ${friendName(game, you)}`;
+  }
+  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
+  return `${who} wants a rematch`;
+}
+
+/**
+ * News of the offer between two views of the same game, or "". `withdrawn`: this page took
+ * the offer back (or declined it) itself, so nothing is news.
+ */
+export function describeOfferChange(previous, game, you, { withdrawn = false } = {}) {
+  if (!previous || previous.id !== game.id || !opponentOf(you)) return "";
+  const before = previous.offer?.rematch ?? null;
+  const now = game.offer?.rematch ?? null;
+  if (before === now || withdrawn) return "";
+  const Friend = friendName(game, you, { start: true });
+  if (now && now !== you) return `${Friend} wants a rematch`;
+  if (before && !now && !game.rematch) {
+    return before === you ? `${Friend} declined the rematch` : `${Friend} took the offer back`;
+  }
+  return "";
+}
+
+/** A reaction said out loud: "Ben: applause" (`words`: what the reaction says). */
+export function describeReaction(game, you, from, words) {
+  let who = sideName(game, from);
+  if (from === you) who = "You";
+  else if (opponentOf(you)) who = friendName(game, you, { start: true });
+  return `${who}: ${words}`;
+}
