@@ -277,7 +277,7 @@ def test_reactions_are_one_a_second_across_processes(pair, pair_players):
                for i in range(10)]
     elapsed = time.monotonic() - start
     landed = sum(a["ok"] for a in answers)
-    assert 1 <= landed <= 1 + int(elapsed) + 1, (landed, elapsed)
+    assert 1 <= landed <= 1 + int(elapsed), (landed, elapsed)  # one, and one more a second
 
 
 def test_the_creation_burst_is_shared_across_processes(pair, pair_players):
