@@ -157,8 +157,8 @@ class Honest:
         self._thread.start()
         return self
 
-    def p99_ms(self, since: int = 0) -> float | None:
-        found = percentile(self.latencies[since:], 0.99)
+    def p99_ms(self, since: int = 0, until: int | None = None) -> float | None:
+        found = percentile(self.latencies[since:until], 0.99)
         return None if found is None else round(found * 1000, 1)
 
     def close(self) -> None:
@@ -217,7 +217,7 @@ def flood(mode: str, cookies: int, per_cookie: int) -> dict[str, Any]:
             "held_after_12s": holder.alive(), "refused_at_handshake": holder.refused,
             "refused_at_connect": holder.failed, "seconds_to_open": round(took, 1),
             "server_idle": idle, "server_flooded": during, "healthz_ms": health,
-            "honest_p99_ms_calm": honest.p99_ms(0) if calm else None,
+            "honest_p99_ms_calm": honest.p99_ms(0, calm) if calm else None,
             "honest_p99_ms_flood": honest.p99_ms(calm),
             "honest_moves_during_flood": flooded - calm,
         }

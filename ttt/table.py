@@ -143,9 +143,13 @@ class Table:
         self.limits = limits or Limits()
         # When this process last stamped the store as up; None while no clock loop runs (tests).
         self._beaten: float | None = None
-        # One limiter for every rate and slot (shared through Redis when processes are).
-        self.limiter: Limiter = getattr(presence, "limiter", None) or MemoryLimiter(clock)
-        self.started = clock()  # absence is never counted from before this process saw it
+        self._limiter = MemoryLimiter(clock)
+
+    @property
+    def limiter(self) -> Limiter:
+        """The one limiter for every rate and slot: the presence's (shared through Redis
+        when processes are)."""
+        return getattr(self.presence, "limiter", None) or self._limiter
 
     # --- views -------------------------------------------------------------------------------
 
@@ -168,7 +172,8 @@ class Table:
         # started: after a restart a claim needs claim_after of absence it observed.
         since = max(self.presence.last_seen(match.id, opponent) or 0.0,
                     match.seen.get(opponent) or 0.0,
-                    match.seated.get(opponent) or match.created, self.started)
+                    match.seated.get(opponent) or match.created,
+                    getattr(self.presence, "started", 0.0))
         return max(0.0, self.limits.claim_after - (self.clock() - since))
 
     def view(self, match: Match, role: str) -> dict[str, Any]:

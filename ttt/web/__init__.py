@@ -23,6 +23,10 @@ from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Engine.IO requests (each websocket is one) a process keeps in flight by default: what one
+#: process holds with an honest player's p99 still low (bench.flood, README "Floods"). A
+#: threaded websocket costs about four threads, so the threaded server stops at fewer.
+OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
 
 def _env_config() -> dict[str, Any]:
@@ -125,7 +129,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         TTT_MAX_LIVE_PER_ADDRESS=500,
         TTT_MAX_CONNECTIONS=8,             # per player, all processes: a few tabs, not 40
         TTT_MAX_CONNECTIONS_PER_ADDRESS=200,  # all processes: a school behind one NAT fits
-        TTT_MAX_OPEN_CONNECTIONS=1000,     # in flight in this process: its threads/greenlets
+        TTT_MAX_OPEN_CONNECTIONS=None,     # in flight in this process (see OPEN_CONNECTIONS)
         TTT_CREATE_RATE=30.0,              # new games a minute per player and per address
         TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
         TTT_TRUSTED_PROXIES="",            # addresses whose X-Forwarded-For is believed
@@ -149,6 +153,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app.config["SESSION_COOKIE_NAME"] = "__Host-ttt"
     if app.config["TTT_ASYNC_MODE"] not in ("threading", "gevent"):
         raise ValueError("TTT_ASYNC_MODE must be 'threading' or 'gevent'")
+    if not app.config["TTT_MAX_OPEN_CONNECTIONS"]:
+        app.config["TTT_MAX_OPEN_CONNECTIONS"] = OPEN_CONNECTIONS[app.config["TTT_ASYNC_MODE"]]
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
     if not app.config["TTT_STORE"]:
@@ -185,7 +191,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         live_total=app.config["TTT_MAX_LIVE_GAMES"],
         # TTT_RATE_LIMIT=0 is for benchmarks and trusted bots: no limit on creations either.
         creations_per_minute=(float(app.config["TTT_CREATE_RATE"])
-                              if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
+                              if app.config["TTT_RATE_LIMIT"] > 0 else 0.0),
+        renames_per_minute=10.0 if app.config["TTT_RATE_LIMIT"] > 0 else 0.0),
         salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest(),
         thinker=workers.build(app.config))
     app.extensions["ttt_table"].searched = observe_search

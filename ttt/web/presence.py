@@ -147,6 +147,7 @@ class Presence:
         self.max_connections = max_connections
         self.per_address = per_address
         self.limiter = limiter or MemoryLimiter(clock)
+        self.started = clock()  # absence is never counted from before this process saw it
         self.seats = seats or MemorySeats(clock)
 
     def connect(self, sid: str, player: str, burst: float = 0, address: str = "",
