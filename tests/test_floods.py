@@ -84,15 +84,16 @@ def test_parallel_rematches_never_pass_the_live_game_cap(players):
     for _ in range(8):
         game = first.call("new_game", {"mode": "ai", "you": "X", "level": "easy"})["game"]
         finished.append(first.call("resign", {"game": game["id"]})["game"]["id"])
-    for _ in range(2):
-        assert first.call("new_game", {"mode": "local"})["ok"]
+    for _ in range(2):  # friend games stay on (a new pass-and-play game ends the last one)
+        assert first.call("new_game", {"mode": "friend", "you": "X"})["ok"]
     answers = together([lambda t=t, g=g: t.call("rematch", {"game": g}, timeout=15)
                         for t, g in zip(tabs, finished, strict=True)])
     started = [a for a in answers if a["ok"] and a.get("started")]
     assert len(started) == 1, answers  # 2 live + 1 = the cap of 3
     refused = {a["error"]["code"] for a in answers if not a["ok"]}
     assert refused == {"not_allowed"}
-    assert first.call("new_game", {"mode": "local"})["error"]["code"] == "not_allowed"
+    again = first.call("new_game", {"mode": "friend", "you": "X"})
+    assert again["error"]["code"] == "not_allowed"
 
 
 def test_a_rematch_counts_against_the_starters_address_cap(players):
@@ -103,7 +104,7 @@ def test_a_rematch_counts_against_the_starters_address_cap(players):
     for _ in range(2):  # with a neighbour behind the same address: 4 live from it
         neighbour = players(address="10.21.0.1")
         for _ in range(2):
-            assert neighbour.call("new_game", {"mode": "local"})["ok"]
+            assert neighbour.call("new_game", {"mode": "friend", "you": "X"})["ok"]
     answer = quinn.call("rematch", {"game": game["id"]})
     assert answer["error"]["code"] == "not_allowed", answer
 
