@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server capacity load system clean
+.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server bench-flood capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -64,6 +64,11 @@ bench-server: $(STAMP)
 # Players at human pace (1-3 s per move) on one process until the p99 passes 100 ms.
 capacity: $(STAMP)
 	$(PY) -m bench.capacity $(ARGS)
+
+# A connection flood from one address (125 cookies x 8 websockets) against one process, threaded
+# and gevent, an honest player's p99 beside it; ARGS="--hold 500,1000,2000" for what one holds.
+bench-flood: $(STAMP)
+	$(PY) -m bench.flood $(ARGS)
 
 # gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
 bench-deploy: $(STAMP) system

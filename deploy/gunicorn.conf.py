@@ -18,7 +18,9 @@ os.environ.setdefault("TTT_ASYNC_MODE", "gevent")
 # Open connections (greenlets) one process holds at once: each connected player is one
 # websocket, plus short requests (pages, long-polls). It is per process, not per site:
 # a site with N ports holds N times as many. Past it, new connections wait in the backlog.
-worker_connections = 1000
+# Just above TTT_MAX_OPEN_CONNECTIONS (2000 under gevent, measured by bench/flood.py: README
+# "Floods"), so the application answers a flood with 503 before gunicorn stops accepting.
+worker_connections = 2100
 
 # A websocket is one long request: never let gunicorn's worker timeout cut it. The gevent
 # worker keeps notifying the master while it runs, so `timeout` only catches a hung process.

@@ -91,8 +91,11 @@ class Server:
 class Remote:
     """One player (its own cookie) on a real server, through python-socketio."""
 
-    def __init__(self, base: str, cookie: str | None = None, connect: bool = True) -> None:
+    def __init__(self, base: str, cookie: str | None = None, connect: bool = True,
+                 address: str | None = None) -> None:
         self.base = base
+        # Sent as X-Forwarded-For: the client address a server trusting 127.0.0.1 sees.
+        self.address = address
         self.http = requests.Session()
         if cookie is None:
             self.http.get(base + "/", timeout=5).raise_for_status()
@@ -113,8 +116,11 @@ class Remote:
         return collect
 
     def connect(self, url: str | None = None) -> None:
-        self.sio.connect(url or self.base, headers={"Cookie": f"session={self.cookie}"},
-                         transports=["websocket"], wait_timeout=5)
+        headers = {"Cookie": f"session={self.cookie}"}
+        if self.address:
+            headers["X-Forwarded-For"] = self.address
+        self.sio.connect(url or self.base, headers=headers, transports=["websocket"],
+                         wait_timeout=5)
 
     def call(self, event: str, payload: object = None, timeout: float = 5) -> dict:
         return self.sio.call(event, payload, timeout=timeout)

@@ -50,6 +50,7 @@ FIRST_MOVE = 30.0            # PROTOCOL v3: a timed game's window for each side'
 ABORTS = ("abort", "no_start", "abandoned")  # endings with no result
 REACT_EVERY = 1.0            # one reaction a second per player
 NAME_LENGTH = 24
+RENAME_BATCH = 4  # live games a rename rewrites besides the shown one
 URLSAFE = string.ascii_letters + string.digits + "-_"
 EVENTS = ("new_game", "join", "move", "analyze", "rematch", "claim", "hint", "resign", "abort",
           "decline", "set_name", "react")
@@ -128,6 +129,7 @@ def best_cells(moves: list[int]) -> set[int]:
 
 # Names: PROTOCOL says 1 to 24 characters after trimming, no control characters.
 UNCLEAR = ("Zs", "Zl", "Zp", "Co", "Cn", "Cs")  # not "control" by name: see clean_name
+BLANKS = "\u115f\u1160\u3164\uffa0\u2800\u180e\u17b4\u17b5\u034f"  # render as nothing
 
 
 def clean_name(value: Any) -> str | None | bool:
@@ -137,9 +139,9 @@ def clean_name(value: Any) -> str | None | bool:
     except the zero-width joiner that emoji sequences need. The contract does not say what
     becomes of other separators, private-use or unassigned characters: either answer passes.
     """
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > 4 * NAME_LENGTH:
         return None
-    name = value.strip()
+    name = unicodedata.normalize("NFKC", value).strip()  # measured and kept normalised
     if not 1 <= len(name) <= NAME_LENGTH:
         return None
     kinds = {unicodedata.category(c) for c in name if c != "\u200d" and c != " "}
@@ -147,6 +149,8 @@ def clean_name(value: Any) -> str | None | bool:
         return None
     if kinds & set(UNCLEAR):
         return True
+    if not any(unicodedata.category(c)[0] in "LNPS" and c not in BLANKS for c in name):
+        return None  # nothing visible (only spaces, joiners or blank fillers)
     return name
 
 
@@ -411,6 +415,10 @@ class TicTacToeMachine(RuleBasedStateMachine):
         player.held, player.shows, player.screen = [], None, None
 
     def _show(self, player: Player, game_id: str) -> None:
+        game = self.games[game_id]
+        if game.mode == "friend" and not game.over and self.names.get(player.pid):
+            for mark in game.marks_of(player.pid):  # a name a rename left behind catches up
+                game.names[mark] = self.names[player.pid]
         self._leave(player)
         player.shows = game_id
         player.held = [(game_id, m) for m in self.games[game_id].marks_of(player.pid) or ["watch"]]
@@ -422,7 +430,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def reconnect(self, data) -> None:
         """Drop a connection (presence goes offline) or bring a dropped one back."""
         player = data.draw(st.sampled_from(self.players))
-        before = self._dump()
+        before = self._dump(presence=False)
         if player.connected:
             player.sio.disconnect()
             self._leave(player)
@@ -430,7 +438,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
         else:
             player.sio = self._connect(player.http)
             player.connected = True
-        assert self._dump() == before
+        assert self._dump(presence=False) == before
 
     @rule(seconds=SECONDS)
     def time_passes(self, seconds: int) -> None:
@@ -549,10 +557,14 @@ class TicTacToeMachine(RuleBasedStateMachine):
 
     # --- sending one event and checking the answer --------------------------------------------
 
-    def _dump(self) -> tuple:
+    def _dump(self, presence: bool = True) -> tuple:
+        """The store's state; without `presence`, a seat's comings and goings (stored with
+        the game, each one a revision) left out."""
         games = {gid: m.to_json() for gid, m in self.store._games.items()}
         for body in games.values():
             body.pop("updated"), body.pop("created")
+            if not presence:
+                body.pop("seen"), body.pop("rev")
         pids = [p.pid for p in self.players]
         return (games, {p: self.store.current(p) for p in pids},
                 {p: self.store.record(p) for p in pids}, {p: self.store.name(p) for p in pids})
@@ -718,6 +730,10 @@ class TicTacToeMachine(RuleBasedStateMachine):
             codes.add("bad_request")
         elif "game" in payload:
             game = self._game_of(payload, codes)
+            if (game is not None and game.mode == "friend" and not game.over
+                    and game.role(player.pid) == "spectator" and None in game.seats.values()
+                    and self._live(player.pid) >= CAP):
+                codes.add("not_allowed")  # a seat taken is one more live game: capped
         answer = self._send(player, "join", payload, *extra)
         if not self._expect(answer, codes, f"join {payload!r}"):
             return
@@ -1007,12 +1023,16 @@ class TicTacToeMachine(RuleBasedStateMachine):
         if not self._expect(answer, set() if name else {"bad_request"}, f"set_name {payload!r}"):
             return
         if name is True:
-            name = payload["name"].strip()
+            name = unicodedata.normalize("NFKC", payload["name"]).strip()
         assert answer == {"ok": True, "name": name}
         self.names[player.pid] = name
-        # Every game the person sits in that is still on, and the one this connection shows.
-        for game in self.games.values():
-            if game.mode != "local" and (not game.over or game.id == player.shows):
+        # The game this connection shows and the first few live games the person sits in
+        # (by id); the others catch up when the person opens them (see _show).
+        live = sorted(g.id for g in self.games.values()
+                      if not g.over and player.pid in g.seats.values())[:RENAME_BATCH]
+        for gid in dict.fromkeys([*([player.shows] if player.shows else []), *live]):
+            game = self.games[gid]
+            if game.mode != "local":
                 for mark in game.marks_of(player.pid):
                     game.names[mark] = name
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests.servers import Remote, Server, close_all
+from ttt.match import create
 from ttt.store import open_store
 from ttt.web import create_app
 from ttt.web.presence import FORGET_AFTER, MemorySeats
@@ -74,13 +75,17 @@ def test_old_departures_are_forgotten_by_the_seat_map():
     assert len(seats._left) == 1
 
 
-def test_players_that_are_only_a_cookie_are_purged(tmp_path):
+def test_players_with_no_live_game_are_purged_once_idle_named_or_not(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'p.sqlite3'}")
     store.set_current("a" * 22, "g" * 22)
     store.set_name("b" * 22, "Ben")
+    store.set_name("c" * 22, "Cy")
+    # Newer than the idle horizon, so the game itself outlives this purge.
+    store.create(create("friend", "c" * 22, time.time() + 60, you="X"))
     store.purge(finished_before=0, idle_before=time.time() + 10)
-    assert store.current("a" * 22) is None  # gone: no record, no name
-    assert store.name("b" * 22) == "Ben"    # kept: a name is worth keeping
+    assert store.current("a" * 22) is None  # gone: only a cookie
+    assert store.name("b" * 22) is None     # gone too: a name alone does not keep a profile
+    assert store.name("c" * 22) == "Cy"     # kept: Cy sits in a game still on
     store.close()
 
 

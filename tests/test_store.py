@@ -2,7 +2,9 @@
 
 import contextlib
 import os
+import random
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -404,3 +406,47 @@ def test_sqlite_keeps_the_stamp_across_a_restart(tmp_path):
     assert [m.id for m in again.resume(lambda: NOW + 40, 5.0, credit_outage)] == [match.id]
     assert again.get(match.id).deadline == NOW + 50
     again.close()
+
+
+def test_a_rematch_created_in_an_update_is_refused_by_its_caps_with_nothing_written(store):
+    """Caps counted inside the write that creates the game (8 parallel rematches let 10 live
+    games through a cap of 3 when the count came before the write)."""
+    store.create(create("ai", "alice", NOW, you="X", level="easy"))  # one live game
+    done = resign(create("ai", "alice", NOW, you="X", level="easy"), "alice", NOW + 1)
+    store.create(done)
+
+    def again(match):
+        marked, fresh = rematch(match, "alice", NOW + 2, random.Random(1))
+        return Update(marked, create=fresh, caps=Caps(per_player=1, total=100))
+
+    with pytest.raises(CapReached):
+        store.update(done.id, again)
+    assert store.get(done.id) == done and store.count_live("alice") == 1
+    _, marked = store.update(done.id, lambda m: again(m)._replace(caps=Caps(2, 100)))
+    assert marked.rematch_id and store.count_live("alice") == 2
+
+
+def test_a_rematch_counts_against_its_starters_address_in_the_write(store):
+    for _ in range(2):
+        store.create(replace(create("local", "bob", NOW), origin="addr"))
+    done = resign(create("ai", "alice", NOW, you="X", level="easy"), "alice", NOW + 1)
+    store.create(done)
+
+    def again(match):
+        marked, fresh = rematch(match, "alice", NOW + 2, random.Random(1), origin="addr")
+        return Update(marked, create=fresh, caps=Caps(per_player=50, total=100, per_origin=2))
+
+    with pytest.raises(CapReached):
+        store.update(done.id, again)
+    assert store.get(done.id).rematch_id is None
+
+
+def test_idle_players_with_no_live_game_lose_their_profile(store):
+    store.set_name("b" * 22, "Ben")
+    store.set_current("b" * 22, "g" * 22)
+    if hasattr(store, "redis"):  # Redis forgets by itself: the profile expires when idle
+        ttl = store.redis.ttl("ttt:player:" + "b" * 22)
+        assert 0 < ttl <= store.idle_ttl
+        return
+    store.purge(finished_before=0, idle_before=time.time() + 10)
+    assert store.name("b" * 22) is None and store.current("b" * 22) is None

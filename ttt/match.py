@@ -75,6 +75,9 @@ class Match:
     series: dict[str, int] = field(default_factory=_no_score)  # earlier games of the chain
     names: dict[str, str | None] = field(default_factory=_nobody)
     seated: dict[str, float | None] = field(default_factory=_nobody)  # when each seat filled
+    # When each seat of a friend game was last seen leaving (None while online or never
+    # left): stored, so a restarted server still knows how long someone has been away.
+    seen: dict[str, float | None] = field(default_factory=_nobody)
     clock: int | None = None             # seconds per move in a timed friend game
     deadline: float | None = None        # when the side on move runs out of time
     aborted_by: Mark | None = None       # the side that called the game off, for a player's abort
@@ -241,7 +244,8 @@ class Match:
             "aborted_by": self.aborted_by,
             "rematch_id": self.rematch_id, "offer": self.offer, "hints": dict(self.hints),
             "hinted": self.hinted, "start": self.start, "series": dict(self.series),
-            "names": dict(self.names), "seated": dict(self.seated), "clock": self.clock,
+            "names": dict(self.names), "seated": dict(self.seated), "seen": dict(self.seen),
+            "clock": self.clock,
             "deadline": self.deadline, "variant": self.variant, "origin": self.origin,
             "created": self.created, "updated": self.updated, "rev": self.rev,
         }
@@ -262,6 +266,7 @@ class Match:
             series=dict(data.get("series") or _no_score()),
             names=dict(data.get("names") or _nobody()),
             seated=dict(data.get("seated") or {m: data["created"] for m in SIDES}),
+            seen=dict(data.get("seen") or _nobody()),
             clock=data.get("clock"), deadline=data.get("deadline"),
             aborted_by=data.get("aborted_by"),
             variant=data.get("variant", "classic"), origin=data.get("origin"),
@@ -492,6 +497,20 @@ def rename(match: Match, player_id: str, name: str, now: float) -> Match:
     if match.mode == "local" or names == match.names:
         return match
     return match.changed(now, names=names)
+
+
+def sighted(match: Match, online: dict[str, bool], now: float) -> Match:
+    """The friend game with each seat's presence as it is now: `seen` None for a seat online,
+    the time it left for one offline (kept from its first absence). Unchanged if no seat
+    came or went, so only transitions are written."""
+    if match.mode != "friend" or match.is_over:
+        return match
+    seen = {m: None if online.get(m) or match.seats[m] is None
+            else match.seen.get(m) or now for m in SIDES}
+    if seen == match.seen:
+        return match
+    # `updated` stays: coming and going is not play (an untouched game still expires soon).
+    return replace(match, seen=seen, rev=match.rev + 1)
 
 
 def claim(match: Match, player_id: str, claimable_in: float | None, now: float) -> Match:

@@ -55,11 +55,20 @@ def moves_of(payload: dict, cells: int) -> tuple[int, ...]:
     return tuple(moves)
 
 
+#: Characters that render as nothing or as blank space although Unicode calls them letters
+#: or symbols (Hangul fillers, the braille blank, Mongolian and Khmer vowel fillers).
+BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u17b4\u17b5\u034f")
+
+
 def clean_name(value: Any) -> str:
-    """A display name: 1 to 24 characters after trimming, no control characters."""
+    """A display name: NFKC-normalised, 1 to 24 characters after trimming, no control
+    characters, at least one visible character. The normalised form is what is kept."""
     if not isinstance(value, str):
         raise MatchError("bad_request", "name must be text")
-    name = value.strip()
+    if len(value) > NAME_LENGTH * 4:  # before normalising: NFKC's work grows with the text
+        raise MatchError("bad_request", f"a name has 1 to {NAME_LENGTH} characters")
+    # Measured after NFKC: one U+FDFA is 18 characters once normalised anywhere downstream.
+    name = unicodedata.normalize("NFKC", value).strip()
     if not 1 <= len(name) <= NAME_LENGTH:
         raise MatchError("bad_request", f"a name has 1 to {NAME_LENGTH} characters")
     for char in name:
@@ -67,4 +76,6 @@ def clean_name(value: Any) -> str:
         # zero-width joiner stays, or emoji sequences such as 👩‍💻 could not be names.
         if unicodedata.category(char)[0] in "CZ" and char != " " and char != "\u200d":
             raise MatchError("bad_request", "a name cannot hold control characters")
+    if not any(unicodedata.category(c)[0] in "LNPS" and c not in BLANKS for c in name):
+        raise MatchError("bad_request", "a name needs a visible character")
     return name

@@ -9,17 +9,18 @@ the web layer only turns a Reply into emits.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import random
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ttt.bots import is_bot_player
+from ttt.limits import Limiter, MemoryLimiter
 from ttt.match import (
     AI,
     CLOCKS,
@@ -45,6 +46,7 @@ from ttt.match import (
     rename,
     resign,
     results,
+    sighted,
     take_seat,
     time_out,
 )
@@ -69,6 +71,8 @@ class Limits:
     creations_per_minute: float = 30.0  # per player and per client address; 0: no limit
     reaction_every: float = 1.0         # seconds between one player's reactions
     outage_after: float = 5.0           # seconds with no server seen up that clocks get back
+    renames_per_minute: float = 10.0    # per player, bursts of as many
+    rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
 @dataclass
@@ -117,30 +121,6 @@ def refusal(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
-class Buckets:
-    """Token buckets by key (player, address), bounded in memory."""
-
-    def __init__(self, clock: Callable[[], float], size: int = 50_000) -> None:
-        self._clock = clock
-        self._size = size
-        self._lock = threading.Lock()
-        self._held: dict[str, tuple[float, float]] = {}
-
-    def take(self, key: str, per_minute: float) -> bool:
-        if per_minute <= 0:
-            return True
-        now, rate, burst = self._clock(), per_minute / 60, per_minute
-        with self._lock:
-            tokens, then = self._held.get(key, (burst, now))
-            tokens = min(burst, tokens + (now - then) * rate)
-            if tokens < 1:
-                return False
-            if len(self._held) >= self._size and key not in self._held:
-                full = [k for k, (t, s) in self._held.items() if t + (now - s) * rate >= burst]
-                for k in full or list(self._held)[: self._size // 10]:
-                    del self._held[k]
-            self._held[key] = (tokens - 1, now)
-            return True
 
 
 class Table:
@@ -161,10 +141,15 @@ class Table:
         self.clock = clock
         self.rng = rng or random.SystemRandom()  # the AI's dice: nobody can predict them
         self.limits = limits or Limits()
-        self._creations = Buckets(clock)
-        self._reacted: dict[str, float] = {}
         # When this process last stamped the store as up; None while no clock loop runs (tests).
         self._beaten: float | None = None
+        self._limiter = MemoryLimiter(clock)
+
+    @property
+    def limiter(self) -> Limiter:
+        """The one limiter for every rate and slot: the presence's (shared through Redis
+        when processes are)."""
+        return getattr(self.presence, "limiter", None) or self._limiter
 
     # --- views -------------------------------------------------------------------------------
 
@@ -182,10 +167,13 @@ class Table:
         opponent = other(role)
         if match.seats[opponent] is None or self.presence.online(match.id)[opponent]:
             return None
-        # Absence counts from the last sighting, or from when the seat could first have
-        # been present: a seat never seen is not "away since the server started".
+        # Absence counts from the last sighting (in presence, or stored with the game), from
+        # when the seat could first have been present, and never from before this process
+        # started: after a restart a claim needs claim_after of absence it observed.
         since = max(self.presence.last_seen(match.id, opponent) or 0.0,
-                    match.seated.get(opponent) or match.created)
+                    match.seen.get(opponent) or 0.0,
+                    match.seated.get(opponent) or match.created,
+                    getattr(self.presence, "started", 0.0))
         return max(0.0, self.limits.claim_after - (self.clock() - since))
 
     def view(self, match: Match, role: str) -> dict[str, Any]:
@@ -249,23 +237,48 @@ class Table:
             raise MatchError("bad_request", "no session")
         return conn.player
 
-    def _show(self, sid: str, match: Match, player: str) -> list[Push]:
-        """Make the connection show `match`; pushes for the games whose presence changed."""
+    def _show(self, sid: str, match: Match, player: str) -> tuple[Match, list[Push]]:
+        """Make the connection show `match`: the match as it now is (its presence stored),
+        and the pushes for the games whose presence changed."""
         pushes: list[Push] = []
         for game_id in self.presence.attach(sid, match):
-            if game_id != match.id and not (any(self.presence.online(game_id).values())
-                                            or self.presence.watchers(game_id)):
-                continue  # the game this connection left: nobody else is looking at it
-            changed = match if game_id == match.id else self.store.get(game_id)
-            if changed:
-                pushes += self.game_pushes(changed)
+            if game_id == match.id:
+                match = self._sighted(match)
+                pushes += self.game_pushes(match)
+            elif any(self.presence.online(game_id).values()) or self.presence.watchers(game_id):
+                changed = self._sighted(self.store.get(game_id))
+                if changed:  # else nobody else is looking at the game this connection left
+                    pushes += self.game_pushes(changed)
+            else:
+                self._sighted(self.store.get(game_id))
         self.store.set_current(player, match.id)
-        return pushes
+        return match, pushes
+
+    def _sighted(self, match: Match | None) -> Match | None:
+        """The match with its seats' comings and goings stored (a write only on a change)."""
+        if match is None or sighted(match, self.presence.online(match.id), 0.0) is match:
+            return match
+        changed = self.store.update(
+            match.id, lambda m: sighted(m, self.presence.online(m.id), self.clock()))
+        return changed[1] if changed else None
 
     def _enter(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
-        pushes = self._show(sid, match, player)
+        match = self._named(match, player)
+        match, pushes = self._show(sid, match, player)
         return Reply(self._seated(match, player, **extra), pushes,
                      show=room(match.id, match.role(player)))
+
+    def _named(self, match: Match, player: str) -> Match:
+        """The match showing the player's name as it is now (a rename rewrites only a few
+        games: the others catch up here, when the player opens them)."""
+        if (match.mode != "friend" or match.is_over
+                or match.role(player) not in SIDES):
+            return match
+        name = self.store.name(player)
+        if name is None or match.names.get(match.role(player)) == name:
+            return match
+        changed = self.store.update(match.id, lambda m: rename(m, player, name, self.clock()))
+        return changed[1] if changed else match
 
     def _changed(self, after: Match, credits: tuple = ()) -> list[Push]:
         """The pushes for a change: the views, and the records it credited."""
@@ -285,13 +298,13 @@ class Table:
         """Whether a new connection of this player is accepted."""
         if not valid_id(player, 22, 22):
             return False
-        return self.presence.connect(sid, player, burst, address)
+        return self.presence.connect(sid, player, burst, address, origin=self.origin(address))
 
     def disconnect(self, sid: str) -> list[Push]:
         """A connection went away: the games whose presence changed."""
         pushes: list[Push] = []
         for game_id in self.presence.disconnect(sid):
-            match = self.store.get(game_id)
+            match = self._sighted(self.store.get(game_id))
             if match:
                 pushes += self.game_pushes(match)
         return pushes
@@ -314,13 +327,8 @@ class Table:
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
                        moves=moves, clock=clock, name=name, origin=self.origin(conn.address),
                        variant=variant, think=rules.instant_ai)
-        limits = self.limits
-        try:
-            self.store.create(match, Caps(limits.live_per_player, limits.live_total,
-                                          limits.live_per_address))
-        except CapReached as cap:
-            raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
-                             else "the server is full; try again in a moment") from None
+        with self._capped():
+            self.store.create(match, self._caps())
         left = self._abandon_local(player, keep=match.id)  # before the views of the games left
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
             reply = self._enter_thinking(sid, self._think_later(match), player)
@@ -343,6 +351,20 @@ class Table:
                 pushes += self.game_pushes(changed[1])
         return pushes
 
+    def _caps(self) -> Caps:
+        limits = self.limits
+        return Caps(limits.live_per_player, limits.live_total, limits.live_per_address)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _capped() -> Iterator[None]:
+        """A create refused by its caps, as the refusal the player gets."""
+        try:
+            yield
+        except CapReached as cap:
+            raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
+                             else "the server is full; try again in a moment") from None
+
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
         resumed = self._resume_if_stale()  # the views' time_left right after an outage
@@ -350,6 +372,11 @@ class Table:
             match = self._load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
                     and not match.is_over and None in match.seats.values()):
+                # A seat taken is one more live game for the player: a creation to the rate,
+                # and to the player's cap (so a rename or a flood of joins stays bounded).
+                self._take_creation(player, self.presence.connection(sid).address)
+                if self.store.count_live(player) >= self.limits.live_per_player:
+                    raise MatchError("not_allowed", "you have too many unfinished games")
                 name = self.store.name(player)
                 _, match = self._update(match.id,
                                         lambda m: take_seat(m, player, self.clock(), name))
@@ -539,31 +566,31 @@ class Table:
         role = old.role(player)
         if role == "spectator":
             raise MatchError("spectator", "only the players can start a rematch")
-        if old.rematch_id is None and old.mode == "friend" and old.offer != other(role):
-            before, offered = self._update(game_id, lambda m: offer_rematch(m, player,
-                                                                            self.clock()))
-            if offered.rematch_id is None:
-                pushes = self.game_pushes(offered) if offered.rev != before.rev else []
-                return Reply({"ok": True, "started": False,
-                              "game": self.view(offered, role)}, pushes)
-            old = offered  # the opponent's acceptance got in first
-        continued = old.rematch_id is not None  # by the other player, a moment ago
-        if not continued:
-            self._may_create(sid, player, old)
-            names = self._names_now(old)
-            origin = self.origin(self.presence.connection(sid).address)
+        address = self.presence.connection(sid).address
+        names, origin = self._names_now(old), self.origin(address)
+        counted: list[bool] = []
 
-            def change(match: Match) -> Match | Update:
-                if match.rematch_id:  # someone else's rematch got in first: keep theirs
-                    return match
-                marked, fresh = rematch(match, player, self.clock(), self.rng,
-                                        think=match.rules.instant_ai, names=names,
-                                        origin=origin)
-                return Update(marked, create=fresh)
+        def change(match: Match) -> Match | Update:
+            # Decided on the game as stored: an offer found from the other side is accepted,
+            # never overwritten, so two players asking at once start exactly one game.
+            if match.rematch_id:  # someone else's rematch got in first: keep theirs
+                return match
+            if match.mode == "friend" and match.offer != other(role):
+                return offer_rematch(match, player, self.clock())
+            if not counted:  # a change may run again on a newer match: count it once
+                self._take_creation(player, address)
+                counted.append(True)
+            marked, fresh = rematch(match, player, self.clock(), self.rng,
+                                    think=match.rules.instant_ai, names=names, origin=origin)
+            # Both people sit in the new game: the caps are counted in this same write.
+            return Update(marked, create=fresh, caps=self._caps())
 
+        with self._capped():
             before, old = self._update(game_id, change)
-            continued = old.rev != before.rev
-        assert old.rematch_id is not None
+        if old.rematch_id is None:  # an offer, made now or before
+            pushes = self.game_pushes(old) if old.rev != before.rev else []
+            return Reply({"ok": True, "started": False, "game": self.view(old, role)}, pushes)
+        continued = old.rev != before.rev  # this call started it
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
             reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
@@ -579,21 +606,13 @@ class Table:
         return reply
 
     def _take_creation(self, player: str, address: str) -> None:
-        """Count one new game (a rematch too) against the player's and the address's rate."""
+        """Count one new game (a rematch, a seat taken too) against the player's and the
+        address's rate."""
         per_minute = self.limits.creations_per_minute
-        if not (self._creations.take(f"p:{player}", per_minute)
-                and self._creations.take(f"a:{address}", per_minute)):
+        rate = per_minute / 60
+        if not (self.limiter.take(f"create:p:{player}", rate, per_minute)
+                and self.limiter.take(f"create:a:{self.origin(address)}", rate, per_minute)):
             raise MatchError("rate_limited", "too many new games at once: wait a moment")
-
-    def _may_create(self, sid: str, player: str, old: Match) -> None:
-        """Refuse a rematch the caps and the creation rate would refuse as a new game."""
-        self._take_creation(player, self.presence.connection(sid).address)
-        # Both people sit in the new game: each must have room for it.
-        if any(self.store.count_live(who) >= self.limits.live_per_player
-               for who in dict.fromkeys(old.humans())):
-            raise MatchError("not_allowed", "you have too many unfinished games")
-        if self.store.count_live() >= self.limits.live_total:
-            raise MatchError("not_allowed", "the server is full; try again in a moment")
 
     def _names_now(self, old: Match) -> dict[str, str | None]:
         """The names of the rematch's seats as the people call themselves now (sides swap)."""
@@ -641,11 +660,17 @@ class Table:
     def set_name(self, sid: str, payload: dict) -> Reply:
         name = clean_name(payload.get("name"))
         player = self._player(sid)
+        per_minute = self.limits.renames_per_minute
+        if not self.limiter.take(f"rename:{player}", per_minute / 60, per_minute):
+            raise MatchError("rate_limited", "too many renames: wait a moment")
         self.store.set_name(player, name)
         pushes: list[Push] = []
         conn = self.presence.connection(sid)
         shown = [conn.game] if conn and conn.game else []
-        for game_id in dict.fromkeys([*self.store.live_games(player), *shown]):
+        # The shown game and a few live ones change now; the rest show the new name when the
+        # player next opens them (`_named`): a rename costs a bounded number of writes.
+        live = self.store.live_games(player)[: self.limits.rename_batch]
+        for game_id in dict.fromkeys([*shown, *live]):
             changed = self.store.update(game_id, lambda m: rename(m, player, name, self.clock()))
             if changed and changed[1].rev != changed[0].rev:
                 # The sender's own page shows the new name too: it has no game in the answer.
@@ -662,13 +687,8 @@ class Table:
             raise MatchError("spectator", "only the players can react")
         if match.mode != "friend" or not all(match.seats.values()):
             raise MatchError("not_allowed", "reactions are for a friend who has joined")
-        now = self.clock()
-        if now - self._reacted.get(player, float("-inf")) < self.limits.reaction_every:
+        if not self.limiter.take(f"react:{player}", 1 / self.limits.reaction_every, 1):
             raise MatchError("rate_limited", "one reaction a second")
-        if len(self._reacted) > 10_000:
-            self._reacted = {p: t for p, t in self._reacted.items()
-                             if now - t < self.limits.reaction_every}
-        self._reacted[player] = now
         push = {"game": match.id, "from": role, "reaction": reaction}
         return Reply({"ok": True}, [Push("reaction", room(match.id, seen), push, False)
                                     for seen in self.roles(match)])

@@ -26,6 +26,7 @@ class Update(NamedTuple):
     match: Match
     credits: tuple[tuple[str, str, str], ...] = ()  # (player id, level, outcome) to add one to
     create: Match | None = None                     # a new game, made with the change
+    caps: Caps | None = None                        # its live-game caps, checked in the write
 
 
 Change = Callable[[Match], "Match | Update"]
@@ -74,7 +75,8 @@ class GameStore(Protocol):
 
         `change` may raise, which leaves everything untouched. It may be called more
         than once when another writer got in first. A result with the same `rev`
-        as before means "nothing to write".
+        as before means "nothing to write". A game created with caps raises CapReached
+        (and writes nothing) when they are reached, counted inside the same write.
         """
 
     def delete(self, game_id: str) -> None:
@@ -126,7 +128,8 @@ class Housekeeping(Protocol):
     def purge(self, finished_before: float, idle_before: float,
               untouched_before: float | None = None) -> int:
         """Delete finished games not touched since the first time, any since the second,
-        and games nobody moved in or joined since the third; forget long-gone players."""
+        and games nobody moved in or joined since the third; forget players with no live
+        game not seen since the second (their names, records and current game)."""
 
     def ping(self) -> bool:
         """Whether the backend answers."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from ttt.match import Match
@@ -19,6 +20,7 @@ class MemoryStore:
         self._current: dict[str, str] = {}
         self._names: dict[str, str] = {}
         self._beat: float | None = None
+        self._seen: dict[str, float] = {}
 
     def _count_live(self, owner: str | None = None) -> int:
         return sum(1 for m in self._games.values() if not m.is_over
@@ -29,13 +31,17 @@ class MemoryStore:
             if match.id in self._games:
                 raise ValueError(f"game {match.id} exists")
             if caps:
-                for who in match.owners():
-                    cap = caps.per_origin if who.startswith("@") else caps.per_player
-                    if cap and self._count_live(who) >= cap:
-                        raise CapReached(per_player=True)
-                if self._count_live() >= caps.total:
-                    raise CapReached(per_player=False)
+                self._check(match, caps)
             self._games[match.id] = match
+
+    def _check(self, match: Match, caps: Caps) -> None:
+        """Refuse a new game whose player, address or server has too many live ones."""
+        for who in match.owners():
+            cap = caps.per_origin if who.startswith("@") else caps.per_player
+            if cap and self._count_live(who) >= cap:
+                raise CapReached(per_player=True)
+        if self._count_live() >= caps.total:
+            raise CapReached(per_player=False)
 
     def get(self, game_id: str) -> Match | None:
         with self._lock:
@@ -49,6 +55,8 @@ class MemoryStore:
             update = as_update(change(before))
             after = update.match
             if after.rev != before.rev:
+                if update.create and update.caps:
+                    self._check(update.create, update.caps)
                 self._games[game_id] = after
                 if update.create:
                     self._games[update.create.id] = update.create
@@ -73,6 +81,7 @@ class MemoryStore:
     def set_current(self, player_id: str, game_id: str) -> None:
         with self._lock:
             self._current[player_id] = game_id
+            self._seen[player_id] = time.time()
 
     def name(self, player_id: str) -> str | None:
         with self._lock:
@@ -81,6 +90,7 @@ class MemoryStore:
     def set_name(self, player_id: str, name: str) -> None:
         with self._lock:
             self._names[player_id] = name
+            self._seen[player_id] = time.time()
 
     def live_games(self, player_id: str) -> list[str]:
         with self._lock:
@@ -119,10 +129,12 @@ class MemoryStore:
                         and m.created < untouched_before)]
             for gid in gone:
                 del self._games[gid]
-            present = set(self._games)
-            for who in [w for w, g in self._current.items() if g not in present]:
-                if who not in self._records and who not in self._names:
-                    del self._current[who]
+            seated = {p for m in self._games.values() if not m.is_over for p in m.humans()}
+            known = {*self._current, *self._names, *self._records}
+            for who in [w for w in known if w not in seated
+                        and self._seen.get(w, float("-inf")) < idle_before]:
+                for profiles in (self._current, self._names, self._records, self._seen):
+                    profiles.pop(who, None)  # type: ignore[attr-defined]
             return len(gone)
 
     def count_live(self, player_id: str | None = None) -> int:

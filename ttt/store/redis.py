@@ -34,7 +34,6 @@ PREFIX = "ttt:"
 LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
 DEADLINES = f"{PREFIX}deadlines"  # sorted set: timed game id -> when its side on move runs out
 BEAT = f"{PREFIX}beat"             # when a server process was last seen up
-PLAYER_TTL = 400 * 24 * 3600
 
 
 def _game(game_id: str) -> str:
@@ -110,7 +109,7 @@ class RedisStore:
             return self.finished_ttl
         return self.untouched_ttl if match.untouched else self.idle_ttl
 
-    def _write(self, pipe, match: Match) -> None:
+    def _write(self, pipe, match: Match, fresh: bool = False) -> None:
         pipe.set(_game(match.id), _body(match), ex=self._ttl(match))
         if match.is_over:
             pipe.zrem(LIVE, match.id)
@@ -119,8 +118,11 @@ class RedisStore:
         else:
             pipe.zadd(LIVE, {match.id: match.updated})
             for who in match.owners():
-                pipe.zadd(_live_of(who), {match.id: match.updated})
-                pipe.expire(_live_of(who), self.idle_ttl)
+                # Touched only when a game joins it (NX; the TTL set then): a move leaves an
+                # owner's index alone, so a capped create WATCHing it is not retried per move.
+                pipe.zadd(_live_of(who), {match.id: match.updated}, nx=True)
+                if fresh or match.untouched:
+                    pipe.expire(_live_of(who), self.idle_ttl)
         if match.deadline is not None and not match.is_over:
             pipe.zadd(DEADLINES, {match.id: match.deadline})
         else:
@@ -130,7 +132,7 @@ class RedisStore:
     def create(self, match: Match, caps: Caps | None = None) -> None:
         if caps is None or match.is_over:
             pipe = self.redis.pipeline(transaction=True)
-            self._write(pipe, match)
+            self._write(pipe, match, fresh=True)
             pipe.execute()
             return
         owners = match.owners()
@@ -143,6 +145,19 @@ class RedisStore:
             raise CapReached(per_player=refused == 1)
         if match.deadline is not None:
             self.redis.zadd(DEADLINES, {match.id: match.deadline})
+
+    def _check(self, pipe, match: Match, caps: Caps) -> None:
+        """Refuse a new game over its caps, counted on WATCHed indexes: if another process
+        adds a live game to one of them before EXEC, the whole change is tried again."""
+        owners = match.owners()
+        pipe.watch(*(_live_of(who) for who in owners))
+        for who in owners:
+            cap = caps.per_origin if who.startswith("@") else caps.per_player
+            ids = pipe.zrange(_live_of(who), 0, -1)
+            if cap and ids and pipe.exists(*(_game(gid) for gid in ids)) >= cap:
+                raise CapReached(per_player=True)
+        if pipe.zcard(LIVE) >= caps.total:
+            raise CapReached(per_player=False)
 
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
@@ -164,10 +179,12 @@ class RedisStore:
                     after = update.match
                     if after.rev == before.rev:
                         return before, after
+                    if update.create and update.caps:
+                        self._check(pipe, update.create, update.caps)
                     pipe.multi()
-                    self._write(pipe, after)
+                    self._write(pipe, after, fresh=set(after.owners()) != set(before.owners()))
                     if update.create:
-                        self._write(pipe, update.create)
+                        self._write(pipe, update.create, fresh=True)
                     for who, level, outcome in update.credits:
                         pipe.hincrby(_player(who), f"{level}:{outcome}", 1)
                     pipe.execute()
@@ -243,7 +260,8 @@ class RedisStore:
     def _set_field(self, player_id: str, field: str, value: str) -> None:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(_player(player_id), field, value)
-        pipe.expire(_player(player_id), PLAYER_TTL)
+        # A profile lives as long as a game nobody touches: seen again, it lives on.
+        pipe.expire(_player(player_id), self.idle_ttl)
         pipe.execute()
 
     @unavailable_on_redis_errors

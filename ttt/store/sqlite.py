@@ -156,21 +156,25 @@ class SqliteStore:
                 raise StoreUnavailable(str(error)) from error
             try:
                 if caps:  # counted inside the write transaction: parallel creates cannot race
-                    for who in match.humans():
-                        if self._count_live(conn, who) >= caps.per_player:
-                            raise CapReached(per_player=True)
-                    if caps.per_origin and match.origin and conn.execute(
-                            "SELECT COUNT(*) FROM games WHERE live = 1 AND origin = ?",
-                            (match.origin,)).fetchone()[0] >= caps.per_origin:
-                        raise CapReached(per_player=True)
-                    if self._count_live(conn) >= caps.total:
-                        raise CapReached(per_player=False)
+                    self._check(conn, match, caps)
                 conn.execute(self._INSERT, (*self._row(match), match.id))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             self._remember(match)
+
+    def _check(self, conn: sqlite3.Connection, match: Match, caps: Caps) -> None:
+        """Refuse a new game whose players, address or server have too many live ones."""
+        for who in match.humans():
+            if self._count_live(conn, who) >= caps.per_player:
+                raise CapReached(per_player=True)
+        if caps.per_origin and match.origin and conn.execute(
+                "SELECT COUNT(*) FROM games WHERE live = 1 AND origin = ?",
+                (match.origin,)).fetchone()[0] >= caps.per_origin:
+            raise CapReached(per_player=True)
+        if self._count_live(conn) >= caps.total:
+            raise CapReached(per_player=False)
 
     def _remember(self, match: Match) -> None:
         """Cache what was just written (the write lock is held)."""
@@ -249,6 +253,8 @@ class SqliteStore:
     def _write_with(self, conn: sqlite3.Connection, update: Update) -> None:
         """What goes with a change in its transaction: the game it creates, the records."""
         if update.create:  # cached at once: a rolled-back one only fails its compare-and-set
+            if update.caps:  # in this transaction: parallel rematches cannot race past them
+                self._check(conn, update.create, update.caps)
             conn.execute(self._INSERT, (*self._row(update.create), update.create.id))
             self._remember(update.create)
         for who in sorted({c[0] for c in update.credits}):
@@ -383,9 +389,12 @@ class SqliteStore:
                  -1.0 if untouched_before is None else untouched_before)).rowcount
             if gone:
                 self._cache.clear()
-            # A player with no record and no name is only a cookie: forget it once idle.
-            conn.execute("DELETE FROM players WHERE (seen IS NULL OR seen < ?) "
-                         "AND record IS NULL AND name IS NULL", (idle_before,))
+            # A player with no live game not seen for the idle time is forgotten: its name,
+            # record and current game (profiles must not grow for good).
+            conn.execute(
+                "DELETE FROM players WHERE (seen IS NULL OR seen < ?) AND NOT EXISTS "
+                "(SELECT 1 FROM games WHERE live = 1 AND seat_x = players.id) AND NOT EXISTS "
+                "(SELECT 1 FROM games WHERE live = 1 AND seat_o = players.id)", (idle_before,))
             return gone
 
     @staticmethod

@@ -14,13 +14,19 @@ from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
 
 from ttt import workers
+from ttt.limits import open_limiter
 from ttt.store import Store, open_store
 from ttt.table import Limits, Table
 from ttt.web import logs
+from ttt.web.admission import Admission
 from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue
 from ttt.web.presence import LEASE_SECONDS, MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Engine.IO requests (each websocket is one) a process keeps in flight by default: what one
+#: process holds with an honest player's p99 still low (bench.flood, README "Floods"). A
+#: threaded websocket costs about four threads, so the threaded server stops at fewer.
+OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
 
 def _env_config() -> dict[str, Any]:
@@ -36,7 +42,9 @@ def _env_config() -> dict[str, Any]:
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
-                "TTT_BOT_MAX_GAMES", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX"):
+                "TTT_BOT_MAX_GAMES", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
+                "TTT_MAX_CONNECTIONS", "TTT_MAX_CONNECTIONS_PER_ADDRESS",
+                "TTT_MAX_OPEN_CONNECTIONS"):
         if env.get(key):
             config[key] = int(env[key])
     if env.get("TTT_TRUSTED_PROXIES"):
@@ -119,7 +127,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         TTT_MAX_LIVE_PER_PLAYER=50,
         TTT_MAX_LIVE_GAMES=100_000,
         TTT_MAX_LIVE_PER_ADDRESS=500,
-        TTT_MAX_CONNECTIONS=8,             # per player and process: a few tabs, not 40
+        TTT_MAX_CONNECTIONS=8,             # per player, all processes: a few tabs, not 40
+        TTT_MAX_CONNECTIONS_PER_ADDRESS=200,  # all processes: a school behind one NAT fits
+        TTT_MAX_OPEN_CONNECTIONS=None,     # in flight in this process (see OPEN_CONNECTIONS)
         TTT_CREATE_RATE=30.0,              # new games a minute per player and per address
         TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
         TTT_TRUSTED_PROXIES="",            # addresses whose X-Forwarded-For is believed
@@ -143,6 +153,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app.config["SESSION_COOKIE_NAME"] = "__Host-ttt"
     if app.config["TTT_ASYNC_MODE"] not in ("threading", "gevent"):
         raise ValueError("TTT_ASYNC_MODE must be 'threading' or 'gevent'")
+    if not app.config["TTT_MAX_OPEN_CONNECTIONS"]:
+        app.config["TTT_MAX_OPEN_CONNECTIONS"] = OPEN_CONNECTIONS[app.config["TTT_ASYNC_MODE"]]
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
     if not app.config["TTT_STORE"]:
@@ -161,7 +173,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     shared = app.config["TTT_MESSAGE_QUEUE"] or (
         app.config["TTT_STORE"] if app.config["TTT_STORE"].startswith("redis") else None)
     presence = Presence(RedisSeats(shared) if shared else MemorySeats(),
-                        max_connections=app.config["TTT_MAX_CONNECTIONS"])
+                        max_connections=app.config["TTT_MAX_CONNECTIONS"],
+                        per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
+                        limiter=open_limiter(shared))
     app.extensions["ttt_presence"] = presence
     trusted = app.config["TTT_TRUSTED_PROXIES"]
     if isinstance(trusted, str):
@@ -177,7 +191,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         live_total=app.config["TTT_MAX_LIVE_GAMES"],
         # TTT_RATE_LIMIT=0 is for benchmarks and trusted bots: no limit on creations either.
         creations_per_minute=(float(app.config["TTT_CREATE_RATE"])
-                              if app.config["TTT_RATE_LIMIT"] > 0 else 0.0)),
+                              if app.config["TTT_RATE_LIMIT"] > 0 else 0.0),
+        renames_per_minute=10.0 if app.config["TTT_RATE_LIMIT"] > 0 else 0.0),
         salt=hashlib.sha256(str(app.config["SECRET_KEY"]).encode()).digest(),
         thinker=workers.build(app.config))
     app.extensions["ttt_table"].searched = observe_search
@@ -206,6 +221,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                     watch=drain.install(app, socketio).watch)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     api.install(app, socketio, app.extensions["ttt_table"])
+    # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
+    table = app.extensions["ttt_table"]
+    app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
+        app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
+        per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
+        max_open=app.config["TTT_MAX_OPEN_CONNECTIONS"],
+        held=presence.connections_of, origin=table.origin)
     _quiet_client_errors()
     app.extensions["ttt_socketio"] = socketio
     if not app.testing:

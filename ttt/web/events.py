@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import ipaddress
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,6 +14,7 @@ from socketio import PubSubManager
 from ttt.bots import v3_answer
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
+from ttt.web.admission import address_of
 from ttt.web.engine_hooks import room_members
 
 log = logging.getLogger("ttt.events")
@@ -43,19 +43,7 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
 
 def client_address(trusted: frozenset[str]) -> str:
     """The client's address: X-Forwarded-For is believed only from a trusted proxy."""
-    address = request.remote_addr or ""
-    if address not in trusted:
-        return address
-    for hop in reversed(request.headers.get("X-Forwarded-For", "").split(",")):
-        hop = hop.strip()
-        try:
-            ipaddress.ip_address(hop)
-        except ValueError:
-            break
-        if hop not in trusted:
-            return hop
-        address = hop
-    return address
+    return address_of(request.environ, trusted)
 
 
 def _show(server: Any, sid: str, target: str) -> None:

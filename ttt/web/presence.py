@@ -1,7 +1,8 @@
 """Who is connected to which seat of which game, and who is watching.
 
-Connections are this process's own, and so are the rate-limit buckets (one per
-player across its connections). Whether a seat is online, and how many watch a
+Connections are this process's own; how many each player and each address hold, and
+the event rate of each player, are counted by the limiter (ttt/limits.py: in Redis when
+several processes serve). Whether a seat is online, and how many watch a
 game, is shared: in memory for one process, in Redis when several processes
 serve the same games. In Redis each connection holds a lease on its seat (a
 sorted-set member scored with the lease's expiry), renewed while it lives and
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import redis
 
+from ttt.limits import Limiter, MemoryLimiter
 from ttt.match import Match
 from ttt.store.redis import unavailable_on_redis_errors
 
@@ -31,20 +33,13 @@ class Connection:
 
     player: str
     address: str = ""
+    origin: str | None = None   # the address's keyed hash: its connection slot
     game: str | None = None
     role: str | None = None
     seats: tuple[str, ...] = ()
     protocol: int = 2           # the client's declared protocol version (connect auth)
     holds_seats: bool = True    # False for a bot's calls: its stream holds its seats
 
-
-@dataclass
-class Bucket:
-    """A player's token bucket, shared by all its connections in this process."""
-
-    tokens: float
-    refilled: float = field(default_factory=time.monotonic)
-    connections: int = 0
 
 
 def seats_of(match: Match, player: str) -> tuple[str, ...]:
@@ -144,23 +139,40 @@ class Presence:
     """This process's connections, and the (possibly shared) seat tracker."""
 
     def __init__(self, seats: MemorySeats | RedisSeats | None = None, clock=time.time,
-                 max_connections: int = 8) -> None:
+                 max_connections: int = 8, per_address: int = 200,
+                 limiter: Limiter | None = None) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._conns: dict[str, Connection] = {}
-        self._buckets: dict[str, Bucket] = {}
         self.max_connections = max_connections
+        self.per_address = per_address
+        self.limiter = limiter or MemoryLimiter(clock)
+        self.started = clock()  # absence is never counted from before this process saw it
         self.seats = seats or MemorySeats(clock)
 
-    def connect(self, sid: str, player: str, burst: float, address: str = "") -> bool:
-        """Register a new connection; False when the player already holds too many."""
+    def connect(self, sid: str, player: str, burst: float = 0, address: str = "",
+                origin: str | None = None) -> bool:
+        """Register a new connection; False when its player or its address holds too many.
+
+        `origin` is the address's keyed hash (the key its slots are counted under); `burst`
+        is no longer used here (the event rate's burst is twice the rate).
+        """
+        if not self.limiter.acquire(f"conn:p:{player}", sid, self.max_connections):
+            return False
+        if origin and not self.limiter.acquire(f"conn:a:{origin}", sid, self.per_address):
+            self.limiter.release(f"conn:p:{player}", sid)
+            return False
         with self._lock:
-            bucket = self._buckets.setdefault(player, Bucket(tokens=burst))
-            if bucket.connections >= self.max_connections:
-                return False
-            bucket.connections += 1
-            self._conns[sid] = Connection(player, address)
-            return True
+            self._conns[sid] = Connection(player, address, origin)
+        return True
+
+    def connections_of(self, origin: str) -> int:
+        """How many connections an address (by its keyed hash) holds, in all processes."""
+        return self.limiter.held(f"conn:a:{origin}")
+
+    def _slots(self, sid: str, conn: Connection) -> list[tuple[str, str]]:
+        return [(f"conn:p:{conn.player}", sid),
+                *([(f"conn:a:{conn.origin}", sid)] if conn.origin else [])]
 
     def connection(self, sid: str) -> Connection | None:
         """The connection of a sid."""
@@ -189,11 +201,8 @@ class Presence:
             conn = self._conns.pop(sid, None)
             if conn is None:
                 return []
-            bucket = self._buckets.get(conn.player)
-            if bucket:
-                bucket.connections -= 1
-                if bucket.connections <= 0:
-                    del self._buckets[conn.player]
+            for key, holder in self._slots(sid, conn):
+                self.limiter.release(key, holder)
             return self._leave(sid, conn)
 
     def _snapshot(self, game: str) -> tuple:
@@ -227,23 +236,16 @@ class Presence:
         with self._lock:
             held = [(c.game, mark, sid) for sid, c in self._conns.items() if c.game
                     for mark in c.seats]
+            slots = [slot for sid, c in self._conns.items() for slot in self._slots(sid, c)]
         self.seats.renew(held)  # type: ignore[arg-type]
+        self.limiter.renew(slots)
 
     def take_token(self, sid: str, rate: float) -> bool:
-        """Whether the connection's player may send one more event (burst 2×rate)."""
+        """Whether the connection's player may send one more event (burst 2×rate), counted
+        across all its connections (and processes, on Redis)."""
         if rate <= 0:
             return True
         conn = self._conns.get(sid)
         if conn is None:
             return True
-        now = time.monotonic()
-        with self._lock:
-            bucket = self._buckets.get(conn.player)
-            if bucket is None:
-                return True
-            bucket.tokens = min(2 * rate, bucket.tokens + (now - bucket.refilled) * rate)
-            bucket.refilled = now
-            if bucket.tokens < 1:
-                return False
-            bucket.tokens -= 1
-            return True
+        return self.limiter.take(f"events:{conn.player}", rate, 2 * rate)
