@@ -114,7 +114,7 @@ def test_refusals_carry_the_socket_codes_and_an_http_status(app, client):
         ("/api/bot/challenge", {"opponent": "human"}, 400, "bad_request"),
         ("/api/bot/challenge", {"opponent": "bot:nobody"}, 404, "not_found"),
         ("/api/bot/challenge", {"opponent": "ai:easy", "clock": 10}, 400, "bad_request"),
-        (f"/api/bot/game/{game_id}/abort", {}, 409, "not_allowed"),
+        (f"/api/bot/game/{game_id}/react", {"reaction": "gg"}, 409, "not_allowed"),
     ]
     for path, body, status, code in cases:
         got_status, got = post(client, token, path, body)
@@ -160,8 +160,8 @@ def test_the_stream_says_hello_then_the_live_games_then_every_change(app, client
         "name": "minimax", "bot": True}
     assert first["game"]["legal"] == list(range(9)) and first["game"]["time_left"] > 0
     # The server's analysis is not offered to bots: their `can` never lists it.
-    assert first["game"]["can"] == ["move", "resign", "rematch"]
-    assert made["game"]["can"] == ["move", "resign", "rematch"]
+    assert first["game"]["can"] == ["move", "resign", "abort", "rematch"]
+    assert made["game"]["can"] == ["move", "resign", "abort", "rematch"]
     post(client, token, f"/api/bot/game/{game_id}/move", {"cell": 4})
     after = stream.until(lambda line: line["type"] == "game" and line["game"]["version"] == 2)
     assert after["game"]["board"][4] == "X" and "move" in after["game"]["can"]
