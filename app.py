@@ -10,7 +10,7 @@ import threading
 
 from werkzeug.serving import WSGIRequestHandler
 
-from ttt.web import create_app, get_socketio
+from ttt.web import create_app, get_socketio, housekeeping
 
 
 class NoDelayHandler(WSGIRequestHandler):
@@ -30,6 +30,7 @@ def main() -> None:
     # leak tests) to see what a busy or stuck server is doing, without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     app = create_app()
+    housekeeping.start(app)  # the clocks, leases, purges and waiting AI turns of a served app
     print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
           flush=True)
     if app.config["TTT_ASYNC_MODE"] != "threading":  # gevent belongs under gunicorn

@@ -28,7 +28,7 @@ import websocket
 from flask.sessions import SecureCookieSessionInterface
 
 from tests.servers import ROOT, Log, Remotes, Server, free_port, in_ci
-from ttt.web import _start_housekeeping, create_app, get_socketio
+from ttt.web import create_app, get_socketio, housekeeping
 
 SECRET = "security-test-secret"
 HELLO_SECONDS = 3          # the test server closes sessions that do not join by then
@@ -622,16 +622,19 @@ def test_the_purge_loop_checkpoints_the_store():
             if self.rounds > 1:
                 raise Stop
 
-        def start_background_task(self, target):
+        def start_background_task(self, target, *args):
             self.rounds = 0  # each loop gets one round
             with contextlib.suppress(Stop):
-                target()
+                target(*args)
 
+    socketio = app.extensions["ttt_socketio"]
     app.extensions["ttt_store"] = Recorder()
+    app.extensions["ttt_socketio"] = OneRound()
     try:
-        _start_housekeeping(app, OneRound())
+        housekeeping.start(app)
     finally:
         app.extensions["ttt_store"] = store
+        app.extensions["ttt_socketio"] = socketio
         store.close()
     assert calls == ["purge", "checkpoint"]
 

@@ -186,7 +186,13 @@ def serve(app: Flask, metrics: Metrics) -> None:
                             mimetype="text/plain")
         return Response(metrics.exposition(), mimetype=CONTENT_TYPE_LATEST)
 
-    if bind and not app.testing:
+
+
+def serve_apart(app: Flask) -> None:
+    """Serve /metrics on its own address when TTT_METRICS_BIND says so (a served process)."""
+    bind = app.config.get("TTT_METRICS_BIND")
+    if bind:
         host, _, port = bind.rpartition(":")
-        start_http_server(int(port), host or "127.0.0.1", registry=metrics.registry)
+        start_http_server(int(port), host or "127.0.0.1",
+                          registry=app.extensions["ttt_metrics"].registry)
         log.info("metrics served on %s", bind)

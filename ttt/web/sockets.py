@@ -1,0 +1,86 @@
+"""The Socket.IO server of an app: packets, its events, the drain, the guard, the bot API."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask
+from flask_socketio import SocketIO
+from socketio import packet as socketio_packet
+
+from ttt.web.admission import Admission
+
+
+class TextPacket(socketio_packet.Packet):
+    """A Socket.IO packet that is never binary: the server sends only JSON, so the walk over
+    every payload looking for bytes (python-socketio's default) is skipped."""
+
+    uses_binary_events = False
+
+    def decode(self, encoded_packet: Any) -> int:
+        """Decode a client's packet; refuse an event whose name is not a string.
+
+        A packet like `42[["move"],{}]` makes python-socketio hash a list as the event name
+        and die with a traceback; raised here, it is one log line (`_NoClientTracebacks`).
+        """
+        attachments = super().decode(encoded_packet)
+        if self.packet_type in (socketio_packet.EVENT, socketio_packet.BINARY_EVENT) and not (
+                isinstance(self.data, list) and self.data and isinstance(self.data[0], str)):
+            raise ValueError("an event with no name")
+        return attachments
+
+
+class _NoClientTracebacks(logging.Filter):
+    """A malformed packet from a client is the client's fault: one line, never a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).endswith("handler error"):
+            error = record.exc_info[1]
+            record.msg = "refused a malformed packet: %s: %.200s"
+            record.args = (type(error).__name__, error)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _quiet_client_errors() -> None:
+    for name in ("engineio.server", "socketio.server"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoClientTracebacks) for f in logger.filters):
+            logger.addFilter(_NoClientTracebacks())
+
+
+def init_app(app: Flask) -> SocketIO:
+    """One SocketIO for the app (kept in app.extensions), its handlers and its WSGI layers."""
+    from ttt.web import api, drain, events, transport
+
+    socketio = SocketIO(
+        app,
+        # Explicit, never auto-detected: eventlet must not be picked up by accident.
+        async_mode=app.config["TTT_ASYNC_MODE"],
+        message_queue=app.config["TTT_MESSAGE_QUEUE"],
+        max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
+        ping_interval=10,
+        ping_timeout=10,
+        serializer=TextPacket,
+        # One connection's events are handled in order on the thread (or greenlet) that reads
+        # its websocket, not on a new thread each: that spawn was a tenth of a move's server
+        # CPU. A slow handler (the ultimate AI thinking) delays only its own connection;
+        # other players' games are guarded by the store's compare-and-set as before.
+        async_handlers=False,
+        # cors_allowed_origins left at its default: same origin only.
+    )
+    table = app.extensions["ttt_table"]
+    events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
+    transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
+    api.install(app, socketio, table)
+    # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
+    app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
+        app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
+        per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
+        max_open=app.config["TTT_MAX_OPEN_CONNECTIONS"],
+        held=app.extensions["ttt_presence"].connections_of, origin=table.origin)
+    _quiet_client_errors()
+    app.extensions["ttt_socketio"] = socketio
+    return socketio
