@@ -572,8 +572,15 @@ def test_security_headers(server, path):
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("path", ["/", "/g/" + "A" * 22])
-def test_the_session_cookie_is_httponly_and_samesite_lax(server, path):
+@pytest.mark.parametrize("page", ["home", "link"])
+def test_the_session_cookie_is_httponly_and_samesite_lax(server, page):
+    path = "/"
+    if page == "link":  # a live friend link, opened by a visitor with no cookie yet
+        creator = Remote(server.url)
+        try:
+            path = f"/g/{creator.call('new_game', {'mode': 'friend', 'you': 'X'})['game']['id']}"
+        finally:
+            close_all([creator])
     response = requests.get(server.url + path, timeout=5)
     cookie = response.headers["Set-Cookie"]
     attributes = {part.strip().split("=")[0].lower(): part.strip()
