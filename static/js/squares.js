@@ -1,4 +1,4 @@
-// Words for squares and moves: "the top left", "board 5, cell 3", "X centre", "Win in 3",
+// Words for squares and moves: "the top left", "centre board, top", "X centre", "Win in 3",
 // "~62%", "0:07". Pure functions of what they are given. Also the protocol's numbering of
 // squares, in one place: classic cells 0..8 row by row; an ultimate cell is 9 * board + square
 // (PROTOCOL "Ultimate tic-tac-toe"), each 0..8 row by row. Only names and layout use it: where
@@ -19,22 +19,28 @@ export function rowColumn(square) {
   return [Math.floor(square / 3), square % 3];
 }
 
+/** "the centre board": a small board of an ultimate game, by its place in the big one. */
+export function boardWords(board) {
+  return `the ${CELL_NAMES[board]} board`;
+}
+
 export const CELL_NAMES = [
   "top left", "top", "top right",
   "left", "centre", "right",
   "bottom left", "bottom", "bottom right",
 ];
 
-/** A cell's name: "top left"; in ultimate "board 5, cell 3" (cell 9 * b + c, 1-based for people). */
+/** A cell's name: "top left"; in ultimate "centre board, top right" (the places the board
+ * shows: a small board by its place in the big one, a square by its place in the small one). */
 export function squareWords(cell, variant) {
   if (variant === "ultimate") {
     const { board, square } = ultimateParts(cell);
-    return `board ${board + 1}, cell ${square + 1}`;
+    return `${CELL_NAMES[board]} board, ${CELL_NAMES[square]}`;
   }
   return CELL_NAMES[cell];
 }
 
-/** Where a cell is in a sentence: "the top left", "board 5, cell 3". */
+/** Where a cell is in a sentence: "the top left", "centre board, top right". */
 export function placeWords(cell, variant) {
   return variant === "ultimate" ? squareWords(cell, variant) : `the ${CELL_NAMES[cell]}`;
 }
@@ -45,7 +51,7 @@ export function clockWords(seconds) {
   return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
 }
 
-/** "X top left" ("X board 5, cell 3" in ultimate): one move, by the side that made it. */
+/** "X top left" ("X centre board, top right" in ultimate): one move, by the side that made it. */
 export function moveWords(side, cell, variant) {
   return `${side} ${squareWords(cell, variant)}`;
 }

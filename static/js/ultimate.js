@@ -3,14 +3,15 @@
 // board to look at (the replay page). It works out no rule: who won a small board and where the
 // mover may play come in the view (`boards`, `next`, `legal`).
 import { arrowTo, modified, typing } from "./board.js";
-import { estimateWords, placeWords, ultimateParts } from "./squares.js";
+import { boardWords, CELL_NAMES, estimateWords, placeWords, ultimateParts } from "./squares.js";
 import { build } from "./ultimate-grid.js";
 
 const STATES = { X: "won by X", O: "won by O", "-": "full, nobody won it" };
 
-/** "Board 5" and what the view says of it, for people. */
-function boardWords(b, state) {
-  return STATES[state] ? `Board ${b + 1}, ${STATES[state]}` : `Board ${b + 1}`;
+/** "Centre board" and what the view says of it, for people. */
+function smallBoardWords(b, state) {
+  const name = CELL_NAMES[b].charAt(0).toUpperCase() + CELL_NAMES[b].slice(1);
+  return STATES[state] ? `${name} board, ${STATES[state]}` : `${name} board`;
 }
 
 /**
@@ -40,11 +41,11 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     return parts;
   }
 
-  /** Where the view says the mover must play, for a label: "you must play in board 5". */
+  /** Where the view says the mover must play, for a label: "you must play in the top board". */
   function where() {
     if (!shown?.playable) return "";
     return shown.next === null ? "you may play in any open board"
-      : `you must play in board ${shown.next + 1}`;
+      : `you must play in ${boardWords(shown.next)}`;
   }
 
   function label(cell) {
@@ -153,12 +154,12 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     const { smalls, cells } = parts;
     smalls.forEach((small, b) => {
       const state = shown.boards[b];
-      let words = boardWords(b, state);
+      let words = smallBoardWords(b, state);
       if (readOnly) {
         const marks = ["X", "O"].map((side) => {
           const taken = Array.from(small.querySelectorAll(".ucell"))
             .filter((cell) => cell.dataset.mark === side)
-            .map((cell) => ultimateParts(Number(cell.dataset.ucell)).square + 1);
+            .map((cell) => CELL_NAMES[ultimateParts(Number(cell.dataset.ucell)).square]);
           return taken.length ? `${side} on ${taken.join(", ")}` : "";
         }).filter(Boolean);
         words = [words, marks.join("; ") || "empty"].join(": ");

@@ -1,12 +1,12 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { placeWords } from "./squares.js";
+import { boardWords, placeWords } from "./squares.js";
 
 /** Where the side on move must play in an ultimate game, as the view's `next` says, or "". */
 export function playWhere(game) {
   if (game.variant !== "ultimate" || game.status !== "playing") return "";
   return game.next === null || game.next === undefined ? "any open board"
-    : `play in board ${game.next + 1}`;
+    : `play in ${boardWords(game.next)}`;
 }
 
 function whereWords(game) {

@@ -23,6 +23,14 @@ DEVICE_IDS = ["desktop", "pixel-7", "320x568"]
 OVER = re.compile(r"^(X wins|O wins|Draw)$")
 # The game that playing the lowest free square every time makes: O wins on boards 3, 5, 7.
 LOWEST_GAME_LENGTH = 50
+#: Places, as the page names a small board in the big one and a square in a small one.
+PLACES = ["top left", "top", "top right", "left", "centre", "right", "bottom left", "bottom",
+          "bottom right"]
+
+
+def place(cell: int) -> str:
+    """An ultimate cell as the page names it: "centre board, top right"."""
+    return f"{PLACES[cell // 9]} board, {PLACES[cell % 9]}"
 
 
 @pytest.fixture
@@ -146,7 +154,7 @@ def test_ultimate_against_the_easy_ai_by_tap_and_click(open_page, device):
         assert marks(page)[reply] == "O"
         assert targets(page) == sent_to(page, reply)
         expect(page.locator("#announce")).to_have_text(re.compile(
-            rf"^AI played board {reply // 9 + 1}, cell {reply % 9 + 1}\. Your turn · "))
+            rf"^AI played {place(reply)}\. Your turn · "))
         # Only the free squares of the highlighted boards can be pressed.
         free = [i for i, mark in enumerate(marks(page)) if mark == "." and i // 9 in targets(page)]
         enabled = page.eval_on_selector_all(
@@ -160,11 +168,11 @@ def test_ultimate_against_the_easy_ai_by_tap_and_click(open_page, device):
                 .first.get_attribute("data-ucell"))
     expect(square(page, wrong)).to_have_attribute("aria-disabled", "true")
     press(page, square(page, wrong), device, force=True)  # aria-disabled: Playwright would wait
-    board = targets(page)[0] + 1
-    expect(page.locator("#notice")).to_have_text(f"Not there — play in board {board}")
+    board = PLACES[targets(page)[0]]
+    expect(page.locator("#notice")).to_have_text(f"Not there — play in the {board} board")
     assert marks(page) == before
     expect(square(page, wrong)).to_have_attribute(
-        "aria-label", re.compile(rf"empty; you must play in board {board}$"))
+        "aria-label", re.compile(rf"empty; you must play in the {board} board$"))
     no_sideways_scroll(page)
 
 
@@ -224,7 +232,7 @@ def test_a_resigned_ultimate_game_is_reviewed_and_its_rematch_is_ultimate(open_p
     review = page.locator("#review")
     expect(review.locator("[data-review='unjudged']")).to_be_visible()
     expect(review.locator("[data-review='mistakes']")).to_be_hidden()
-    expect(review.locator(".move").first).to_have_text("1. X board 5, cell 5")
+    expect(review.locator(".move").first).to_have_text("1. X centre board, centre")
     link = review.locator("[data-review='link']").input_value()
     assert re.fullmatch(r"http://[^/]+/r/u/40(\.[0-9]{1,2}){3}", link), link
 
@@ -251,7 +259,7 @@ def test_pass_and_play_ultimate_to_the_end_then_its_review_and_replay(open_page)
         if ply == 9:
             expect(status(page)).to_have_text(re.compile(r"^O to move · "))
             expect(page.locator("#announce")).to_have_text(re.compile(
-                rf"^X played board {cell // 9 + 1}, cell {cell % 9 + 1}\. O to move · "))
+                rf"^X played {place(cell)}\. O to move · "))
             audit(page, "mid-game, pass-and-play", axe)
         if OVER.match(status(page).text_content() or ""):
             break
@@ -275,7 +283,7 @@ def test_pass_and_play_ultimate_to_the_end_then_its_review_and_replay(open_page)
     review.locator("[data-step='back']").click()
     expect(page.locator("#ultimate-wrap")).to_have_class(re.compile("is-replay"))
     expect(review.locator("[data-review='caption']")).to_have_text(re.compile(
-        rf"^Move {LOWEST_GAME_LENGTH - 1} of {LOWEST_GAME_LENGTH}: [XO] board \d, cell \d$"))
+        rf"^Move {LOWEST_GAME_LENGTH - 1} of {LOWEST_GAME_LENGTH}: [XO] [a-z ]+ board, [a-z ]+$"))
     expect(page.locator(".ucell[data-mark]:not([data-mark=''])")).to_have_count(
         LOWEST_GAME_LENGTH - 1)
     audit(page, "stepping through an ultimate review", axe)
@@ -290,9 +298,10 @@ def test_pass_and_play_ultimate_to_the_end_then_its_review_and_replay(open_page)
     expect(page.locator(".ucell[data-mark='X']")).to_have_count(0)
     page.keyboard.press("ArrowRight")
     expect(page.locator(".ucell[data-mark='X']")).to_have_count(1)
-    expect(page.locator("[data-review='caption']")).to_have_text("Move 1 of 50: X board 1, cell 1")
+    expect(page.locator("[data-review='caption']")).to_have_text(
+        "Move 1 of 50: X top left board, top left")
     expect(page.locator(".usmall[data-uboard='0']")).to_have_attribute(
-        "aria-label", "Board 1: X on 1")
+        "aria-label", "Top left board: X on top left")
     audit(page, "the ultimate replay page", axe)
     assert axe == [], "axe-core found problems:\n" + "\n".join(axe)
 
@@ -308,14 +317,14 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
             break
     expect(square(page, 40)).to_be_focused()
     expect(square(page, 40)).to_have_attribute(
-        "aria-label", "board 5, cell 5, empty; you may play in any open board")
-    expect(page.get_by_role("group", name="Board 5, play here")).to_have_count(1)
+        "aria-label", "centre board, centre, empty; you may play in any open board")
+    expect(page.get_by_role("group", name="Centre board, play here")).to_have_count(1)
 
     page.keyboard.press("Enter")
     expect(square(page, 40)).to_have_attribute("data-mark", "X")
-    expect(status(page)).to_have_text("O to move · play in board 5")
+    expect(status(page)).to_have_text("O to move · play in the centre board")
     expect(page.locator("#announce")).to_have_text(
-        "X played board 5, cell 5. O to move · play in board 5")
+        "X played centre board, centre. O to move · play in the centre board")
     expect(square(page, 40)).to_be_focused()
 
     # Arrows cross from one small board into the next: right of board 5's centre is its
@@ -326,20 +335,20 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
     expect(square(page, 48)).to_be_focused()
     expect(square(page, 48)).to_have_attribute("aria-disabled", "true")
     expect(square(page, 48)).to_have_attribute(
-        "aria-label", "board 6, cell 4, empty; you must play in board 5")
+        "aria-label", "right board, left, empty; you must play in the centre board")
     page.keyboard.press("Enter")
-    expect(page.locator("#notice")).to_have_text("Not there — play in board 5")
+    expect(page.locator("#notice")).to_have_text("Not there — play in the centre board")
     assert marks(page).count("O") == 0
 
     page.keyboard.press("1")  # a digit plays that square of the board to play in
     expect(square(page, 36)).to_have_attribute("data-mark", "O")
-    expect(status(page)).to_have_text("X to move · play in board 1")
+    expect(status(page)).to_have_text("X to move · play in the top left board")
     expect(square(page, 36)).to_be_focused()
     for _ in range(4):  # up from the centre board's top left, into board 2; the edge stops it
         page.keyboard.press("ArrowUp")
-    expect(square(page, 9)).to_be_focused()  # board 2, cell 1
+    expect(square(page, 9)).to_be_focused()  # top board, top left
     page.keyboard.press("End")
-    expect(square(page, 20)).to_be_focused()  # board 3, cell 3: the end of the top row
+    expect(square(page, 20)).to_be_focused()  # top right board, top right: the end of the top row
     assert page.locator("[data-ucell][tabindex='0']").count() == 1  # roving tabindex
 
 
@@ -347,7 +356,7 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
     page = open_page()
     start_ultimate(page, mode="local")
     square(page, 40).click()
-    expect(status(page)).to_have_text("O to move · play in board 5")
+    expect(status(page)).to_have_text("O to move · play in the centre board")
 
     page.locator("#evaluations-switch").click()
     estimates = page.locator(".ucell[data-score]")
@@ -356,8 +365,8 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
         ".ucell[data-score]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
     expect(estimates.first.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
     expect(estimates.first).to_have_attribute(
-        "aria-label", re.compile(r"^board 5, cell 1, empty, expected score about \d{1,3}%, "
-                                 r"estimated by search; you must play in board 5$"))
+        "aria-label", re.compile(r"^centre board, top left, empty, expected score about \d{1,3}%, "
+                                 r"estimated by search; you must play in the centre board$"))
     expect(page.locator("text=/estimated by search/ >> visible=true").first).to_be_visible()
     axe: list[str] = []
     audit(page, "ultimate evaluations", axe)
@@ -367,7 +376,7 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
     page.locator("#hint-button").click()
     expect(page.locator(".ucell.is-suggested")).not_to_have_count(0)
     expect(page.locator("#detail")).to_have_text(
-        re.compile(r"^Hint: (play )?board 5, cell \d.* · estimated by search$"))
+        re.compile(r"^Hint: (play )?centre board, .* · estimated by search$"))
     audit(page, "an ultimate hint", axe)
     assert axe == [], "axe-core found problems:\n" + "\n".join(axe)
 
@@ -382,20 +391,21 @@ def test_a_friend_ultimate_game_between_two_browsers(open_page):
     expect(status(guest)).to_have_text("Your friend's turn")
     expect(status(host)).to_have_text("Your turn · any open board")
     expect(guest.locator(".ucell[aria-disabled='false']")).to_have_count(0)
-    assert targets(guest) == list(range(9))  # where X may play, shown to O too
+    expect(guest.locator(".usmall.is-target")).to_have_count(9)  # where X may play, shown to O
+    assert targets(guest) == list(range(9))
 
-    square(host, 13).click()  # board 2, cell 5: O must answer in board 5
+    square(host, 13).click()  # top board, centre: O must answer in board 5
     expect(square(guest, 13)).to_have_attribute("data-mark", "X")
-    expect(status(guest)).to_have_text("Your turn · play in board 5")
+    expect(status(guest)).to_have_text("Your turn · play in the centre board")
     expect(guest.locator("#announce")).to_have_text(
-        "Your friend played board 2, cell 5. Your turn · play in board 5")
+        "Your friend played top board, centre. Your turn · play in the centre board")
     assert targets(guest) == [4]
     assert targets(host) == [4]
     expect(status(host)).to_have_text("Your friend's turn")
 
-    square(guest, 38).tap()  # board 5, cell 3: X goes to board 3
+    square(guest, 38).tap()  # centre board, top right: X goes to board 3
     expect(square(host, 38)).to_have_attribute("data-mark", "O")
-    expect(status(host)).to_have_text("Your turn · play in board 3")
+    expect(status(host)).to_have_text("Your turn · play in the top right board")
     assert targets(host) == [2]
     expect(host.locator(".ucell[aria-disabled='false']")).to_have_count(9)
     axe: list[str] = []
@@ -427,7 +437,7 @@ def test_the_ultimate_replay_page_fits_a_small_phone(open_page):
     expect(square(page, 36)).to_have_attribute("data-mark", "O")
     expect(square(page, 4)).to_have_class(re.compile("is-last"))
     expect(page.locator(".move")).to_have_text(
-        ["1. X board 5, cell 5", "2. O board 5, cell 1", "3. X board 1, cell 5"])
+        ["1. X centre board, centre", "2. O centre board, top left", "3. X top left board, centre"])
     no_sideways_scroll(page)
     axe: list[str] = []
     audit(page, "the ultimate replay page at 320 px", axe)
