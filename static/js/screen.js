@@ -125,15 +125,16 @@ export function createScreen(parts, { app }) {
   }
 
   /**
-   * The settings form as the game on screen was started, preferences for the rest. The side is
-   * always the player's choice: a rematch swaps sides for one game, New game goes back to it.
+   * The settings form as the game on screen is played (the side too: after a rematch swapped
+   * sides, "Play as" says the side now played), preferences for the rest.
    */
   function reflect(game) {
     const preferences = loadPreferences();
+    const seated = game?.you === "X" || game?.you === "O";
     controls.reflect({
       mode: game?.mode ?? preferences.mode,
       level: game?.level ?? preferences.level,
-      you: preferences.you,
+      you: seated ? game.you : preferences.you,
       clock: game?.mode === "friend" ? String(game.clock ?? 0) : preferences.clock,
       variant: game?.variant ?? preferences.variant,
     });

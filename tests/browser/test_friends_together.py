@@ -254,3 +254,15 @@ def test_a_bot_is_named_in_both_forms_of_names(open_page):
                 seatName(game, "O", "X"), describe(game, "X")];
     }""")
     assert words == ["Ana", "minimax", False, True, "minimax", "minimax's turn"]
+
+
+def test_play_as_says_the_side_played_after_a_rematch_swaps_sides(open_page):
+    page = open_page("Pixel 7")
+    expect(status(page)).to_have_text("Your turn")
+    expect(page.locator("#pick-you .pick-text")).to_have_text("X")
+    page.locator("#abort").click()  # no move yet: called off, nothing counts
+    page.get_by_role("dialog").locator("[data-leave='go']").click()
+    expect(page.locator("#rematch")).to_be_enabled()
+    page.locator("#rematch").click()
+    expect(page.locator("#pick-you .pick-text")).to_have_text("O")  # the AI opens as X now
+    expect(status(page)).to_have_text(re.compile("^Your turn"))
