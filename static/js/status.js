@@ -1,6 +1,6 @@
 // The status line, move news, refusals, the banner and the record: the page's elements for
 // words (the words themselves are in words.js and squares.js).
-import { playWhere } from "./words.js";
+import { boardWords } from "./squares.js";
 
 const REFUSALS = {
   occupied: "That square is taken",
@@ -29,8 +29,9 @@ export function refusalText(error, event, game = null) {
     return "Not yet — wait for the countdown to end";
   }
   if (event === "move" && code === "not_allowed" && game?.variant === "ultimate") {
-    const where = playWhere(game);
-    return where.startsWith("play") ? `Not there — ${where}` : "Not there — that board is closed";
+    const open = game.next === null || game.next === undefined;
+    return open ? "Not there — that board is closed"
+      : `Not there — play in ${boardWords(game.next)}`;
   }
   if (code === "not_allowed") {
     const why = error?.message ? `: ${error.message}` : "";

@@ -1,12 +1,13 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { boardWords, placeWords } from "./squares.js";
+import { CELL_NAMES, placeWords } from "./squares.js";
 
-/** Where the side on move must play in an ultimate game, as the view's `next` says, or "". */
+/** Where the side on move must play in an ultimate game, as the view's `next` says, or "":
+ * "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
 export function playWhere(game) {
   if (game.variant !== "ultimate" || game.status !== "playing") return "";
   return game.next === null || game.next === undefined ? "any open board"
-    : `play in ${boardWords(game.next)}`;
+    : `${CELL_NAMES[game.next]} board`;
 }
 
 function whereWords(game) {

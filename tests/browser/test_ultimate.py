@@ -322,9 +322,9 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
 
     page.keyboard.press("Enter")
     expect(square(page, 40)).to_have_attribute("data-mark", "X")
-    expect(status(page)).to_have_text("O to move · play in the centre board")
+    expect(status(page)).to_have_text("O to move · centre board")
     expect(page.locator("#announce")).to_have_text(
-        "X played centre board, centre. O to move · play in the centre board")
+        "X played centre board, centre. O to move · centre board")
     expect(square(page, 40)).to_be_focused()
 
     # Arrows cross from one small board into the next: right of board 5's centre is its
@@ -342,7 +342,7 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
 
     page.keyboard.press("1")  # a digit plays that square of the board to play in
     expect(square(page, 36)).to_have_attribute("data-mark", "O")
-    expect(status(page)).to_have_text("X to move · play in the top left board")
+    expect(status(page)).to_have_text("X to move · top left board")
     expect(square(page, 36)).to_be_focused()
     for _ in range(4):  # up from the centre board's top left, into board 2; the edge stops it
         page.keyboard.press("ArrowUp")
@@ -356,7 +356,7 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
     page = open_page()
     start_ultimate(page, mode="local")
     square(page, 40).click()
-    expect(status(page)).to_have_text("O to move · play in the centre board")
+    expect(status(page)).to_have_text("O to move · centre board")
 
     page.locator("#evaluations-switch").click()
     estimates = page.locator(".ucell[data-score]")
@@ -396,16 +396,16 @@ def test_a_friend_ultimate_game_between_two_browsers(open_page):
 
     square(host, 13).click()  # top board, centre: O must answer in board 5
     expect(square(guest, 13)).to_have_attribute("data-mark", "X")
-    expect(status(guest)).to_have_text("Your turn · play in the centre board")
+    expect(status(guest)).to_have_text("Your turn · centre board")
     expect(guest.locator("#announce")).to_have_text(
-        "Your friend played top board, centre. Your turn · play in the centre board")
+        "Your friend played top board, centre. Your turn · centre board")
     assert targets(guest) == [4]
     assert targets(host) == [4]
     expect(status(host)).to_have_text("Your friend's turn")
 
     square(guest, 38).tap()  # centre board, top right: X goes to board 3
     expect(square(host, 38)).to_have_attribute("data-mark", "O")
-    expect(status(host)).to_have_text("Your turn · play in the top right board")
+    expect(status(host)).to_have_text("Your turn · top right board")
     assert targets(host) == [2]
     expect(host.locator(".ucell[aria-disabled='false']")).to_have_count(9)
     axe: list[str] = []
