@@ -33,6 +33,7 @@ from ttt.store import (
     as_update,
     empty_record,
 )
+from ttt.store.codec import from_json, to_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -143,7 +144,7 @@ class SqliteStore:
                 None if match.is_over else match.deadline, match.origin)
 
     def _row(self, match: Match) -> tuple:
-        return (*self._keys(match), json.dumps(match.to_json(), separators=(",", ":")))
+        return (*self._keys(match), json.dumps(to_json(match), separators=(",", ":")))
 
     _INSERT = ("INSERT INTO games (rev, updated, live, seat_x, seat_o, untouched, created, "
                "deadline, origin, body, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -186,7 +187,7 @@ class SqliteStore:
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
-        return Match.from_json(json.loads(row[0])) if row else None
+        return from_json(json.loads(row[0])) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         # Writers of this process queue on a lock first: SQLite's busy handler sleeps and
@@ -273,7 +274,7 @@ class SqliteStore:
             if row is None:
                 conn.execute("ROLLBACK")
                 return None
-            before = Match.from_json(json.loads(row[0]))
+            before = from_json(json.loads(row[0]))
             update = as_update(change(before))
             after = update.match
             if after.rev != before.rev:
@@ -316,7 +317,7 @@ class SqliteStore:
         credited = []
         for (body,) in conn.execute("SELECT body FROM games WHERE deadline IS NOT NULL "
                                     "AND live = 1").fetchall():
-            before = Match.from_json(json.loads(body))
+            before = from_json(json.loads(body))
             after = credit(before, since, downtime)
             if after.rev != before.rev:
                 columns, values = self._changed_columns(before, after)
