@@ -132,7 +132,7 @@ def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
     duel = create("friend", a.player, 0.0, you="X").changed(0.0, seats={"X": a.player,
                                                                           "O": b.player})
     referee.create(duel)
-    from ttt.match import resign
+    from ttt.endings import resign
     referee.update(duel.id, lambda m: resign(m, b.player, 1.0))
     x, o = book.by_name("ALPHA"), book.by_name("beta")
     assert x.vs_bots["wins"] == 1 and o.vs_bots["losses"] == 1 and x.rating > 1500 > o.rating

@@ -33,7 +33,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from ttt import wire
 from ttt.rules import LINES, Board
+from ttt.store.codec import to_json
 from ttt.web import create_app, get_socketio, get_table
 from ttt.web.events import emit_all
 from ttt.web.presence import MemorySeats, Presence
@@ -560,7 +562,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def _dump(self, presence: bool = True) -> tuple:
         """The store's state; without `presence`, a seat's comings and goings (stored with
         the game, each one a revision) left out."""
-        games = {gid: m.to_json() for gid, m in self.store._games.items()}
+        games = {gid: to_json(m) for gid, m in self.store._games.items()}
         for body in games.values():
             body.pop("updated"), body.pop("created")
             if not presence:
@@ -1341,7 +1343,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     @invariant()
     def every_game_is_consistent(self) -> None:
         for game in self.games.values():
-            public = self.store.get(game.id).public()
+            public = wire.public(self.store.get(game.id))
             moves = public["moves"]
             assert len(set(moves)) == len(moves), f"a cell played twice: {moves}"
             assert all(type(c) is int and 0 <= c <= 8 for c in moves)

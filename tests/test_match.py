@@ -5,30 +5,25 @@ from dataclasses import replace
 
 import pytest
 
+from ttt import wire
+from ttt.endings import abandon, abort, claim, decline, offer_rematch, rematch, resign
 from ttt.match import (
     AI,
     FIRST_MOVE,
-    Match,
     MatchError,
-    abandon,
-    abort,
     ai_reply,
-    allowed,
-    claim,
     create,
     credit_outage,
-    decline,
     expired,
     hint,
-    offer_rematch,
     play,
-    rematch,
     rename,
-    resign,
     results,
     take_seat,
     time_out,
 )
+from ttt.store.codec import from_json, to_json
+from ttt.wire import allowed
 
 NOW = 1000.0
 
@@ -76,7 +71,7 @@ def test_game_over_refuses_moves_and_reports_the_line():
     match = create("local", "alice", NOW)
     for cell in (0, 3, 1, 4, 2):
         match = play(match, "alice", cell, NOW)
-    public = match.public()
+    public = wire.public(match)
     assert public["status"] == "won" and public["winner"] == "X" and public["line"] == [0, 1, 2]
     assert public["reason"] == "line" and public["turn"] is None
     assert code_of(play, match, "alice", 8, NOW) == "game_over"
@@ -91,7 +86,7 @@ def test_local_game_lets_the_one_player_move_for_both_sides():
 
 def test_friend_seat_goes_to_the_first_other_player_then_spectators():
     match = create("friend", "alice", NOW, you="O")
-    assert match.public()["seats"] == {"X": "open", "O": "human"}
+    assert wire.public(match)["seats"] == {"X": "open", "O": "human"}
     assert take_seat(match, "alice", NOW) is match
     match = take_seat(match, "bob", NOW)
     assert match.role("bob") == "X"
@@ -104,8 +99,8 @@ def test_claim_needs_a_friend_game_and_the_wait_over_on_either_turn():
     assert code_of(claim, match, "alice", None, NOW) == "not_allowed"
     assert code_of(claim, match, "carol", 0.0, NOW) == "spectator"
     won = claim(match, "alice", 0.0, NOW)
-    assert won.public()["status"] == "won" and won.public()["reason"] == "claim"
-    assert won.winner == "X" and won.public()["line"] is None
+    assert wire.public(won)["status"] == "won" and wire.public(won)["reason"] == "claim"
+    assert won.winner == "X" and wire.public(won)["line"] is None
     # The player not on move may claim too: the absent one cannot block the end for ever.
     assert claim(match, "bob", 0.0, NOW).winner == "O"
     ai = create("ai", "alice", NOW, level="easy", rng=rng())
@@ -116,7 +111,7 @@ def test_resign_loses_at_once_and_is_refused_in_pass_and_play():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
     lost = resign(match, "bob", NOW + 1)
     assert lost.status == "won" and lost.winner == "X" and lost.reason == "resign"
-    assert lost.public()["turn"] is None
+    assert wire.public(lost)["turn"] is None
     assert code_of(resign, lost, "alice", NOW) == "game_over"
     assert code_of(resign, match, "carol", NOW) == "spectator"
     assert code_of(resign, create("local", "alice", NOW), "alice", NOW) == "not_allowed"
@@ -130,9 +125,9 @@ def test_abort_only_before_both_sides_have_moved_and_counts_nowhere():
     gone = abort(one, "bob", NOW)
     assert gone.status == "aborted" and gone.winner is None and gone.reason is None
     assert gone.score() == {"X": 0, "O": 0, "draws": 0}
-    assert gone.view("X", online={}, claimable_in=None, watchers=0, now=NOW)["aborted"] == {
+    assert wire.view(gone, "X", online={}, claimable_in=None, watchers=0, now=NOW)["aborted"] == {
         "reason": "abort", "by": "O"}
-    assert Match.from_json(gone.to_json()) == gone
+    assert from_json(to_json(gone)) == gone
     two = play(one, "bob", 0, NOW)
     assert code_of(abort, two, "alice", NOW) == "not_allowed"
 
@@ -242,7 +237,7 @@ def test_a_missed_first_move_calls_the_game_off_with_no_result(first_moves):
     gone = time_out(match, NOW + FIRST_MOVE)
     assert gone.status == "aborted" and gone.winner is None and gone.reason is None
     assert gone.finish.termination == "no_start" and gone.score() == {"X": 0, "O": 0, "draws": 0}
-    view = gone.view("O", online={}, claimable_in=None, watchers=0, now=NOW + FIRST_MOVE)
+    view = wire.view(gone, "O", online={}, claimable_in=None, watchers=0, now=NOW + FIRST_MOVE)
     assert view["aborted"] == {"reason": "no_start", "by": None} and view["time_left"] is None
     assert "rematch" in view["can"]
 
@@ -266,11 +261,11 @@ def test_an_outage_is_given_back_to_a_running_clock_once():
 
 
 def test_a_match_stored_before_fair_starts_still_reads():
-    old = take_seat(create("friend", "alice", NOW, clock=10), "bob", NOW).to_json()
+    old = to_json(take_seat(create("friend", "alice", NOW, clock=10), "bob", NOW))
     old["finish"] = ["abort", None]
     old["deadline"] = NOW + 10
     del old["aborted_by"]  # a row written before this field
-    match = Match.from_json(old)
+    match = from_json(old)
     assert match.status == "aborted" and match.aborted_by is None
 
 
@@ -316,8 +311,8 @@ def test_hints_are_counted_for_the_side_on_move_once_per_position():
 def test_match_round_trips_through_json_and_never_leaks_player_ids():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
     match = play(match, "alice", 4, NOW)
-    assert Match.from_json(match.to_json()) == match
-    assert "alice" not in str(match.public()) and "bob" not in str(match.public())
+    assert from_json(to_json(match)) == match
+    assert "alice" not in str(wire.public(match)) and "bob" not in str(wire.public(match))
 
 
 def test_game_ids_carry_at_least_128_random_bits():

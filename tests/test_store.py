@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from tests.servers import in_ci
-from ttt.match import MatchError, create, play, rematch, resign, results, take_seat
+from ttt.endings import rematch, resign
+from ttt.match import MatchError, create, play, results, take_seat
 from ttt.store import CapReached, Caps, Update, empty_record, open_store
 
 NOW = 1000.0
@@ -249,7 +250,7 @@ def test_an_update_can_create_a_game_in_the_same_transaction(store):
     with pytest.raises(MatchError):  # nobody offered: nothing is written, nothing created
         store.update(match.id, change)
     assert not made and store.count_live() == 0
-    from ttt.match import offer_rematch
+    from ttt.endings import offer_rematch
 
     store.update(match.id, lambda m: offer_rematch(m, "bob", NOW))
     _, after = store.update(match.id, change)

@@ -2,7 +2,8 @@
 
 A match changes only through the functions here; each checks everything and
 returns a new match (its `rev` one higher) or raises one precise `MatchError`.
-A match also renders itself as the wire `Game` for one receiver (`view`).
+The endings off the board are in `ttt.endings`, the wire view in `ttt.wire`, the
+stored form in `ttt.store.codec`.
 Pure: no Flask, no database, no clock (callers pass the time in).
 """
 
@@ -48,11 +49,13 @@ def other(mark: str) -> Mark:
     return "O" if mark == "X" else "X"
 
 
-def _no_score() -> dict[str, int]:
+def no_score() -> dict[str, int]:
+    """No games won or drawn yet."""
     return {"X": 0, "O": 0, "draws": 0}
 
 
-def _nobody() -> dict[str, Any]:
+def nobody() -> dict[str, Any]:
+    """Nothing yet for either seat."""
     return {"X": None, "O": None}
 
 
@@ -72,12 +75,12 @@ class Match:
     hints: dict[str, int] = field(default_factory=lambda: {"X": 0, "O": 0})
     hinted: int | None = None            # the version the last hint was counted at
     start: int = 0                       # moves preset by "try again from here"; not recorded
-    series: dict[str, int] = field(default_factory=_no_score)  # earlier games of the chain
-    names: dict[str, str | None] = field(default_factory=_nobody)
-    seated: dict[str, float | None] = field(default_factory=_nobody)  # when each seat filled
+    series: dict[str, int] = field(default_factory=no_score)  # earlier games of the chain
+    names: dict[str, str | None] = field(default_factory=nobody)
+    seated: dict[str, float | None] = field(default_factory=nobody)  # when each seat filled
     # When each seat of a friend game was last seen leaving (None while online or never
     # left): stored, so a restarted server still knows how long someone has been away.
-    seen: dict[str, float | None] = field(default_factory=_nobody)
+    seen: dict[str, float | None] = field(default_factory=nobody)
     clock: int | None = None             # seconds per move in a timed friend game
     deadline: float | None = None        # when the side on move runs out of time
     aborted_by: Mark | None = None       # the side that called the game off, for a player's abort
@@ -176,159 +179,14 @@ class Match:
             return None
         return max(0.0, self.deadline - now)
 
-    # --- the wire ---------------------------------------------------------------------------
-
-    @cached_property
-    def _wire(self) -> dict[str, Any]:
-        """The version 1 fields that do not depend on who looks or who is online."""
-        outcome = self.board.outcome()
-        return {
-            "id": self.id,
-            "mode": self.mode,
-            "variant": self.variant,
-            "level": self.level,
-            "board": str(self.board),
-            "turn": self.turn,
-            "status": self.status,
-            "winner": self.winner,
-            "reason": self.reason,
-            "line": list(outcome.line) if outcome and outcome.line and not self.finish else None,
-            "moves": list(self.moves),
-            "seats": {m: _seat_kind(self.seats[m]) for m in SIDES},
-            "version": len(self.moves),
-            "hints": dict(self.hints),
-            "rematch": self.rematch_id,
-            "start": self.start,
-            **self.rules.extra_view(self.board),
-        }
-
-    def public(self, online: dict[str, bool] | None = None) -> dict[str, Any]:
-        """The version 1 Game object (never a player id)."""
-        online = online or {"X": False, "O": False}
-        return {**self._wire,
-                "online": {m: True if self.seats[m] == AI else bool(online.get(m)) for m in SIDES}}
-
-    def view(self, role: str, *, online: dict[str, bool], claimable_in: float | None,
-             watchers: int, now: float) -> dict[str, Any]:
-        """The Game as one receiver sees it: its role, what it may send, its countdowns."""
-        game = self.public(online)
-        left = self.seconds_left(now)
-        can = allowed(self, role, claimable_in)
-        game.update(
-            you=role,
-            can=can,
-            rev=self.rev,
-            legal=list(self.board.legal_moves()) if "move" in can else [],
-            replay=self.rules.replay_path(self.moves),
-            claimable_in=None if claimable_in is None else round(claimable_in, 1),
-            offer={"rematch": self.offer} if self.offer else None,
-            score=self.score(),
-            names=dict(self.names),
-            watchers=watchers,
-            clock=self.clock,
-            time_left=None if left is None else round(left, 1),
-            aborted=({"reason": self.finish.termination.value, "by": self.aborted_by}
-                     if self.finish and self.status == "aborted" else None),
-        )
-        return game
-
-    # --- storage ----------------------------------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        """Everything, for storage."""
-        return {
-            "id": self.id, "mode": self.mode, "level": self.level, "seats": dict(self.seats),
-            "moves": list(self.moves),
-            "finish": ([self.finish.termination.value, self.finish.winner] if self.finish
-                       else None),
-            "aborted_by": self.aborted_by,
-            "rematch_id": self.rematch_id, "offer": self.offer, "hints": dict(self.hints),
-            "hinted": self.hinted, "start": self.start, "series": dict(self.series),
-            "names": dict(self.names), "seated": dict(self.seated), "seen": dict(self.seen),
-            "clock": self.clock,
-            "deadline": self.deadline, "variant": self.variant, "origin": self.origin,
-            "created": self.created, "updated": self.updated, "rev": self.rev,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Match:
-        """The match stored by to_json (also reads the version 1 form)."""
-        finish = data.get("finish")
-        if finish:
-            finish = _ending(Termination(finish[0]), finish[1])
-        elif data.get("claimed_by"):
-            finish = _ending(Termination.CLAIM, data["claimed_by"])
-        return cls(
-            id=data["id"], mode=data["mode"], level=data["level"], seats=dict(data["seats"]),
-            moves=tuple(data["moves"]), finish=finish, rematch_id=data.get("rematch_id"),
-            offer=data.get("offer"), hints=dict(data.get("hints") or {"X": 0, "O": 0}),
-            hinted=data.get("hinted"), start=data.get("start", 0),
-            series=dict(data.get("series") or _no_score()),
-            names=dict(data.get("names") or _nobody()),
-            seated=dict(data.get("seated") or {m: data["created"] for m in SIDES}),
-            seen=dict(data.get("seen") or _nobody()),
-            clock=data.get("clock"), deadline=data.get("deadline"),
-            aborted_by=data.get("aborted_by"),
-            variant=data.get("variant", "classic"), origin=data.get("origin"),
-            created=data["created"], updated=data["updated"], rev=data["rev"],
-        )
-
     def changed(self, now: float, **changes: Any) -> Match:
         """A copy with these fields changed, stamped `now`, one revision on."""
         return replace(self, updated=now, rev=self.rev + 1, **changes)
 
 
-def _ending(termination: Termination, winner: Mark | None = None) -> Outcome:
+def ending(termination: Termination, winner: Mark | None = None) -> Outcome:
     """An ending off the board (no line)."""
     return Outcome(winner, None, termination)
-
-
-def _seat_kind(seat: str | None) -> str:
-    return "ai" if seat == AI else "open" if seat is None else "human"
-
-
-# --- what a receiver may do ------------------------------------------------------------------
-
-def allowed(match: Match, role: str, claimable_in: float | None) -> list[str]:
-    """The events a receiver in `role` may send now and have accepted (the view's `can`)."""
-    seated = role in ("X", "O", "both")
-    playing = not match.is_over
-    can: list[str] = []
-    if playing and seated and (role == "both" or match.turn == role):
-        can.append("move")
-        if match.mode != "friend":
-            can.append("hint")
-    if match.mode != "friend" or not playing:
-        can.append("analyze")
-    if playing and role in ("X", "O") and match.mode in ("friend", "ai"):
-        can.append("resign")
-    if playing and (role in ("X", "O") and match.mode in ("friend", "ai") and _abortable(match)
-                    or role == "both"):
-        can.append("abort")
-    if claimable_in == 0 and playing and role in ("X", "O") and match.mode == "friend":
-        can.append("claim")
-    # Against a friend a rematch is an offer: the offerer waits, the opponent may accept,
-    # after an abort too (one tap to a new game with the same friend). Against the AI and
-    # in pass-and-play it starts at once, mid-game too (version 1).
-    if seated and (
-            match.mode != "friend" or (not playing and (match.rematch_id or match.offer != role))):
-        can.append("rematch")
-    if match.offer and role in ("X", "O") and not match.rematch_id:
-        can.append("decline")
-    if match.mode == "friend" and role in ("X", "O") and all(match.seats.values()):
-        can.append("react")  # once there is somebody to react to
-    return can
-
-
-def _abortable(match: Match) -> bool:
-    """Whether the game has no result that matters yet: against a friend, X and O have not both
-    moved; against the AI, the person has made at most one move (leaving then is a new game,
-    not a loss)."""
-    if match.mode == "ai":
-        person = next(mark for mark in SIDES if match.seats[mark] != AI)
-        played = match.moves[match.start:]
-        return sum(1 for cell in played if match.board.cell(cell) == person) < 2
-    return match.opening
 
 
 # --- the changes -----------------------------------------------------------------------------
@@ -354,7 +212,7 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
         raise MatchError("bad_request", "you must be 'X' or 'O'")
     if clock is not None and (mode != "friend" or clock not in CLOCKS):
         raise MatchError("bad_request", "clock must be 10, 30 or 60, in a game against a friend")
-    names: dict[str, str | None] = _nobody()
+    names: dict[str, str | None] = nobody()
     if mode == "ai":
         if level not in rules.levels:
             raise MatchError("bad_request", f"level must be one of {', '.join(rules.levels)}")
@@ -378,7 +236,7 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
     return ai_reply(match, rng or random.Random(), now, stamp=False) if think else match
 
 
-def _checked(match: Match, player_id: str) -> str:
+def checked(match: Match, player_id: str) -> str:
     """The role of a seated player in a game still on; refuses spectators and ended games."""
     role = match.role(player_id)
     if role == "spectator":
@@ -391,7 +249,7 @@ def _checked(match: Match, player_id: str) -> str:
 def play(match: Match, player_id: str, cell: Any, now: float,
          version: int | None = None) -> Match:
     """The match after this player marks `cell`; MatchError says why not."""
-    role = _checked(match, player_id)
+    role = checked(match, player_id)
     if version is not None and version != len(match.moves):
         raise MatchError("stale", f"the game is at version {len(match.moves)}, not {version}")
     if role != "both" and match.turn != role:
@@ -421,7 +279,7 @@ def _deadline(match: Match, now: float, over: bool, ahead: int = 0) -> float | N
     return now + (FIRST_MOVE if opening else match.clock)
 
 
-def _restart_clock(match: Match, now: float) -> Match:
+def restart_clock(match: Match, now: float) -> Match:
     """The match with the side on move given a full clock (or no clock)."""
     return replace(match, deadline=_deadline(match, now, match.is_over))
 
@@ -438,8 +296,8 @@ def time_out(match: Match, now: float) -> Match:
         return match
     assert match.turn is not None
     if match.opening and match.clock is not None:  # a fair start (a bot's own deadline: lost)
-        return match.changed(now, finish=_ending(Termination.NO_START), deadline=None)
-    return match.changed(now, finish=_ending(Termination.TIME, other(match.turn)), deadline=None)
+        return match.changed(now, finish=ending(Termination.NO_START), deadline=None)
+    return match.changed(now, finish=ending(Termination.TIME, other(match.turn)), deadline=None)
 
 
 def credit_outage(match: Match, since: float, downtime: float) -> Match:
@@ -487,7 +345,7 @@ def take_seat(match: Match, player_id: str, now: float, name: str | None = None)
             seated = match.changed(now, seats={**match.seats, mark: player_id},
                                    names={**match.names, mark: name},
                                    seated={**match.seated, mark: now})
-            return _restart_clock(seated, now)
+            return restart_clock(seated, now)
     return match
 
 
@@ -513,109 +371,9 @@ def sighted(match: Match, online: dict[str, bool], now: float) -> Match:
     return replace(match, seen=seen, rev=match.rev + 1)
 
 
-def claim(match: Match, player_id: str, claimable_in: float | None, now: float) -> Match:
-    """The friend game won by a seated player whose opponent has been away long enough."""
-    role = _checked(match, player_id)
-    if match.mode != "friend":
-        raise MatchError("not_allowed", "only a game against a friend can be claimed")
-    if claimable_in is None or claimable_in > 0:
-        raise MatchError("not_allowed", "your friend has not been away long enough")
-    return match.changed(now, finish=_ending(Termination.CLAIM, role), deadline=None)  # type: ignore[arg-type]
-
-
-def resign(match: Match, player_id: str, now: float) -> Match:
-    """The game lost at once by the seated player who gives it up."""
-    role = _checked(match, player_id)
-    if match.mode not in ("friend", "ai") or role not in SIDES:
-        raise MatchError("not_allowed", "only a game against a friend or the AI can be resigned")
-    return match.changed(now, finish=_ending(Termination.RESIGN, other(role)), deadline=None)
-
-
-def abort(match: Match, player_id: str, now: float) -> Match:
-    """The game called off before it has a result that matters (see `_abortable`), or a
-    pass-and-play game at any time (its one player is both sides); it counts nowhere."""
-    role = _checked(match, player_id)
-    if match.mode == "local":
-        return match.changed(now, finish=_ending(Termination.ABORT), deadline=None)
-    if match.mode not in ("friend", "ai") or role not in SIDES:
-        raise MatchError("not_allowed", "only a game against a friend or the AI can be aborted")
-    if not _abortable(match):
-        raise MatchError("not_allowed", "both sides have moved: resign instead")
-    return match.changed(now, finish=_ending(Termination.ABORT), aborted_by=role, deadline=None)
-
-
-def abandon(match: Match, now: float) -> Match:
-    """The pass-and-play game left for another one: called off (unchanged unless one on)."""
-    if match.mode != "local" or match.is_over:
-        return match
-    return match.changed(now, finish=_ending(Termination.ABANDONED), deadline=None)
-
-
-def _over_and_seated(match: Match, player_id: str) -> str:
-    role = match.role(player_id)
-    if role == "spectator":
-        raise MatchError("spectator", "only the players can start a rematch")
-    # Version 1 clients start a rematch of an AI or pass-and-play game at any time.
-    if not match.is_over and match.mode == "friend":
-        raise MatchError("not_allowed", "finish this game before a rematch")
-    return role
-
-
-def offer_rematch(match: Match, player_id: str, now: float) -> Match:
-    """The finished friend game with this player's rematch offer on it."""
-    role = _over_and_seated(match, player_id)
-    if match.offer == role:
-        return match
-    return match.changed(now, offer=role)
-
-
-def decline(match: Match, player_id: str, now: float) -> Match:
-    """The rematch offer withdrawn by its maker or declined by the opponent."""
-    role = match.role(player_id)
-    if role == "spectator":
-        raise MatchError("spectator", "only the players can answer an offer")
-    if match.offer is None or match.rematch_id:
-        raise MatchError("not_allowed", "there is no rematch offer to decline")
-    return match.changed(now, offer=None)
-
-
-def rematch(match: Match, player_id: str, now: float, rng: random.Random,
-            game_id: str | None = None, think: bool = True,
-            names: dict[str, str | None] | None = None,
-            origin: str | None = None) -> tuple[Match, Match]:
-    """(the old match marked as continued, the new game with sides swapped).
-
-    In a friend game only the player who did not make the offer can start it. `names`: the
-    people's names now, by seat of the new game (else the old game's, swapped); `origin`:
-    the starter's address digest, counted against its cap like any game it creates.
-    """
-    role = _over_and_seated(match, player_id)
-    if match.mode == "friend" and match.offer != other(role):
-        raise MatchError("not_allowed", "a rematch needs your friend's offer first")
-    total = match.score() or _no_score()
-    if match.mode == "friend":  # the people swap sides, and their wins go with them
-        series = {"X": total["O"], "O": total["X"], "draws": total["draws"]}
-    else:
-        series = total
-    seats = {"X": match.seats["O"], "O": match.seats["X"]}
-    if names is None:
-        names = {"X": match.names.get("O"), "O": match.names.get("X")}
-    fresh = Match(id=game_id or new_id(), mode=match.mode, level=match.level, seats=seats,
-                  series=series, names=names, seated={m: now for m in SIDES},
-                  clock=match.clock, variant=match.variant, created=now, updated=now,
-                  origin=origin if origin is not None else match.origin)
-    if think:
-        fresh = ai_reply(fresh, rng, now, stamp=False)
-    fresh = _restart_clock(fresh, now)
-    # A pass-and-play game replayed mid-game is left: nobody else could ever finish it.
-    finish = (_ending(Termination.ABANDONED) if match.mode == "local" and not match.is_over
-              else match.finish)
-    return match.changed(now, rematch_id=fresh.id, offer=None, finish=finish), fresh
-
-
 def hint(match: Match, player_id: str, now: float) -> Match:
     """The match with a hint counted against the side on move, once per position."""
-    role = _checked(match, player_id)
+    role = checked(match, player_id)
     if match.mode == "friend":
         raise MatchError("not_allowed", "no hints in a game against a friend")
     side = match.turn

@@ -28,10 +28,13 @@ class Tree:
     perfect: list[tuple[int, ...]]       # indices into cells/children: the perfect choices
 
 
-def _build_tree() -> Tree:
-    table = solver.scores()
+def _walk() -> tuple[list[int], dict[int, int], list[int], list[tuple[int, ...]],
+                    list[tuple[int, ...]]]:
+    """Every reachable position, breadth first: (keys, index, over, cells, children)."""
     keys, index = [0], {0: 0}
-    over, cells, children = [], [], []
+    over: list[int] = []
+    cells: list[tuple[int, ...]] = []
+    children: list[tuple[int, ...]] = []
     for key in keys:  # grows while we walk it: a breadth-first walk
         x, o = key & FULL, key >> 9
         x_turn = x.bit_count() == o.bit_count()
@@ -48,6 +51,14 @@ def _build_tree() -> Tree:
                 keys.append(child)
             kids.append(index[child])
         children.append(tuple(kids))
+    return keys, index, over, cells, children
+
+
+def _perfect_choices(keys: list[int], over: list[int],
+                     children: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """For each state, the indices of the perfect player's moves that do best against a
+    uniformly random opponent."""
+    table = solver.scores()
 
     def move_value(state: int, child: int) -> int:
         x, o = keys[child] & FULL, keys[child] >> 9
@@ -90,7 +101,12 @@ def _build_tree() -> Tree:
     for s in range(len(keys)):
         if not over[s]:
             p_to_move(s)
-    return Tree(keys, index, over, cells, children, perfect)
+    return perfect
+
+
+def _build_tree() -> Tree:
+    keys, index, over, cells, children = _walk()
+    return Tree(keys, index, over, cells, children, _perfect_choices(keys, over, children))
 
 
 @cache

@@ -12,52 +12,46 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-from ttt.bots import is_bot_player
+from ttt.ai_turns import AiTurns
+from ttt.clocks import Clocks
+from ttt.endgame import Endgame
+from ttt.endings import abandon
 from ttt.limits import Limiter, MemoryLimiter
 from ttt.match import (
-    AI,
     CLOCKS,
     MODES,
     SIDES,
     Match,
     MatchError,
-    abandon,
-    abort,
-    ai_plays,
     ai_reply,
     ai_to_move,
-    claim,
     create,
-    credit_outage,
-    decline,
     expired,
-    hint,
-    offer_rematch,
-    other,
     play,
-    rematch,
     rename,
-    resign,
     results,
     sighted,
     take_seat,
     time_out,
 )
 from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
-from ttt.store import CapReached, Caps, Store, StoreUnavailable, Update
-from ttt.thinker import Busy, Inline, Task, Thinker, Ticket
+from ttt.replies import Push, Reply, player_room, refusal, room
+from ttt.store import CapReached, Caps, Store, Update
+from ttt.thinker import Inline, Thinker
 from ttt.variants import VARIANTS
+from ttt.views import REACTIONS
 
-REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
+# What the web layer, the bots and the tests take from here (some defined in the mixins' modules).
+__all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refusal", "room",
+           "valid_id"]
+
 ROLES = ("X", "O", "both", "spectator")
-log = logging.getLogger("ttt.table")
 
 
 @dataclass(frozen=True)
@@ -75,56 +69,9 @@ class Limits:
     rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
-@dataclass
-class Push:
-    """One emit: an event and its payload to a room.
-
-    A payload may be a function that builds it, so nothing is built for a room nobody is in.
-    """
-
-    event: str
-    room: str
-    payload: dict[str, Any] | Callable[[], dict[str, Any]]
-    skip_sender: bool = True
-
-    def body(self) -> dict[str, Any]:
-        """The payload, built if it was deferred."""
-        return self.payload() if callable(self.payload) else self.payload
-
-
-@dataclass
-class Reply:
-    """What an event comes to: the answer, the pushes, and the game the sender now shows.
-
-    `then`, when set, is more work before the answer (a slow AI thinking): emit these
-    pushes first, then call it for the Reply that carries the answer.
-    """
-
-    answer: dict[str, Any]
-    pushes: list[Push] = field(default_factory=list)
-    show: str | None = None   # the room the sender's connection now belongs to
-    then: Callable[[], Reply] | None = None
-
-
-def room(game_id: str, role: str) -> str:
-    """The Socket.IO room of the connections that see a game as `role`."""
-    return f"g:{game_id}:{role}"
-
-
-def player_room(player: str) -> str:
-    """The room of all of one player's connections (tabs)."""
-    return f"p:{player}"
-
-
-def refusal(code: str, message: str) -> dict[str, Any]:
-    """A refused event's answer."""
-    return {"ok": False, "error": {"code": code, "message": message}}
-
-
-
-
-class Table:
-    """Every game's life, decided in one place."""
+class Table(AiTurns, Endgame, Clocks):
+    """Every game's life, decided in one place: the events here; the views, the AI's turns,
+    the endings off the board and the clocks in the mixins."""
 
     def __init__(self, store: Store, presence: Any, clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None, limits: Limits | None = None,
@@ -150,65 +97,6 @@ class Table:
         """The one limiter for every rate and slot: the presence's (shared through Redis
         when processes are)."""
         return getattr(self.presence, "limiter", None) or self._limiter
-
-    # --- views -------------------------------------------------------------------------------
-
-    def config(self) -> dict[str, Any]:
-        """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
-        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells}
-                             for name, rules in VARIANTS.items()},
-                "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
-                "claim_after": self.limits.claim_after}
-
-    def claimable_in(self, match: Match, role: str) -> float | None:
-        """Seconds until `role` may claim `match`; None when the opponent is here or unseated."""
-        if match.mode != "friend" or match.is_over or role not in SIDES:
-            return None
-        opponent = other(role)
-        if match.seats[opponent] is None or self.presence.online(match.id)[opponent]:
-            return None
-        # Absence counts from the last sighting (in presence, or stored with the game), from
-        # when the seat could first have been present, and never from before this process
-        # started: after a restart a claim needs claim_after of absence it observed.
-        since = max(self.presence.last_seen(match.id, opponent) or 0.0,
-                    match.seen.get(opponent) or 0.0,
-                    match.seated.get(opponent) or match.created,
-                    getattr(self.presence, "started", 0.0))
-        return max(0.0, self.limits.claim_after - (self.clock() - since))
-
-    def view(self, match: Match, role: str) -> dict[str, Any]:
-        """The Game as a receiver in `role` sees it."""
-        game = match.view(role, online=self.presence.online(match.id),
-                          claimable_in=self.claimable_in(match, role),
-                          watchers=self.presence.watchers(match.id), now=self.clock())
-        bots = [m for m in SIDES if is_bot_player(match.seats[m])]
-        if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
-            game["bot_seats"] = bots
-        if match.mode == "ai" and match.level and not match.rules.instant_ai:
-            # The AI's seconds this move: less than its level's when the workers are busy.
-            game["budget"] = self.thinker.budget_of(match.id) or getattr(
-                match.rules.player(match.level), "seconds", None)
-        return game
-
-    @staticmethod
-    def roles(match: Match) -> tuple[str, ...]:
-        """The roles a game can be seen in."""
-        if match.mode == "local":
-            return ("both", "spectator")
-        return (*(m for m in SIDES if match.seats[m] != AI), "spectator")
-
-    def game_pushes(self, match: Match) -> list[Push]:
-        """The game to everyone who sees it, each role its own view (built when sent)."""
-        return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
-                for role in self.roles(match)]
-
-    def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
-        role = match.role(player)
-        answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
-                                  "you": role, "record": self.store.record(player)}
-        if match.mode == "friend":
-            answer["link"] = f"/g/{match.id}"
-        return answer
 
     def origin(self, address: str) -> str | None:
         """A keyed hash of a client address: enough to count by, no address kept."""
@@ -444,167 +332,6 @@ class Table:
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
 
-    def _think(self, match: Match) -> tuple[Match, Match]:
-        """The AI's move in `match`, waited for; (the match before it, the match after it)."""
-        ticket = self._ask_ai(match)
-        ticket.wait()
-        return match, self.store.get(match.id) or match
-
-    def _think_later(self, match: Match) -> Match:
-        """Ask a worker for the AI's move in `match`, landed (and pushed) when it comes; the
-        match as it is now (with the reply already, when the search ran inline)."""
-        ticket = self._ask_ai(match)
-        if not ticket.done():
-            return match
-        return self.store.get(match.id) or match
-
-    def _enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
-        """Enter a game whose AI may still be thinking: once the connection is in the game's
-        room (the web layer joins it, then calls `then`), the answer is read again, so a
-        reply that landed in between is in it, and any later one reaches it as a push."""
-        reply = self._enter(sid, match, player, **extra)
-        if not ai_to_move(match):
-            return reply
-
-        def caught_up() -> Reply:
-            now = self.store.get(match.id)
-            if now is not None and now.rev != match.rev:
-                reply.answer["game"] = self.view(now, now.role(player))
-            return Reply(reply.answer)
-
-        reply.then = caught_up
-        return reply
-
-    def _ask_ai(self, match: Match) -> Ticket:
-        """The search for the AI's move at this rev: queued once, whoever asks again."""
-        owner = (match.humans() or [match.id])[0]  # one search at a time per person
-        task = Task("move", match.variant, tuple(match.moves), match.level,
-                    self.rng.getrandbits(63))
-        return self.thinker.move(task, owner, match.origin or "", match.id, match.rev,
-                                 functools.partial(self._land, match))
-
-    def _land(self, match: Match, ticket: Ticket) -> None:
-        """Play the worker's cell if the game is still where it was asked (compare-and-set on
-        rev: a retried or repeated search never plays twice); push it to everyone."""
-        if ticket.error is not None:
-            log.warning("the AI's move in %s was not found: %s", match.id, ticket.error)
-            return
-        cell = ticket.result
-        self.searched(ticket.seconds)
-
-        def change(current: Match) -> Match | Update:
-            if current.rev != match.rev:  # someone got in first: leave it as it is
-                return current
-            after = ai_plays(current, cell, self.clock())
-            if not current.moves:  # the AI's opening move leaves a new game untouched
-                after = replace(after, updated=current.updated)
-            return Update(after, self._credits(current, after))
-
-        try:
-            changed = self.store.update(match.id, change)
-        except (MatchError, StoreUnavailable) as error:  # a join or a restart plays it later
-            log.warning("the AI's move in %s did not land: %s", match.id, error)
-            return
-        if changed and changed[1].rev != changed[0].rev:
-            self.publish(self._changed(changed[1], self._credits(*changed)))
-
-    def resume(self) -> int:
-        """Ask for every AI move that was waiting when a process stopped; how many."""
-        asked = 0
-        for game_id in self.store.live_ids():
-            match = self.store.get(game_id)
-            if match is not None and ai_to_move(match):
-                self._ask_ai(match)
-                asked += 1
-        return asked
-
-    def _judge(self, sid: str, player: str, variant: str, moves: tuple[int, ...]) -> dict:
-        """A position's evaluation: in-process for classic (microseconds), else from the
-        thinker's cache or a worker; `busy` rather than a long wait."""
-        rules = VARIANTS[variant]
-        if rules.instant_ai:
-            return rules.analyze(rules.from_moves(moves))
-        conn = self.presence.connection(sid)
-        address = (self.origin(conn.address) if conn else None) or ""
-        try:
-            ticket = self.thinker.analyze(Task("analyze", variant, moves), player, address)
-        except Busy:
-            raise MatchError("busy", "the AI is busy; try again in a moment") from None
-        if not ticket.wait(self.answer_wait) or ticket.error is not None:
-            raise MatchError("busy", "the AI is busy; try again in a moment")
-        return ticket.result
-
-    def analyze(self, sid: str, payload: dict) -> Reply:
-        match = self._load(game_id_of(payload))
-        if match.mode == "friend" and not match.is_over:
-            raise MatchError("not_allowed", "no analysis while a game against a friend is on")
-        ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
-        rules = match.rules
-        moves = tuple(match.moves if ply is None else match.moves[:ply])
-        answer = {"ok": True, "analysis": self._judge(sid, self._player(sid), match.variant, moves),
-                  "version": len(match.moves),
-                  "ply": len(match.moves) if ply is None else ply}
-        if match.is_over:
-            answer.update(rules.review(match.moves))
-        return Reply(answer)
-
-    def hint(self, sid: str, payload: dict) -> Reply:
-        player = self._player(sid)
-        asked = hint(self._load(game_id_of(payload)), player, self.clock())  # refusals first
-        judged = self._judge(sid, player, asked.variant, tuple(asked.moves))  # counted once found
-        before, match = self._update(asked.id, lambda m: hint(m, player, self.clock()))
-        if match.moves != asked.moves:  # a move got in while the search ran: judge this one
-            judged = self._judge(sid, player, match.variant, tuple(match.moves))
-        pushes = self.game_pushes(match) if match.rev != before.rev else []
-        return Reply({"ok": True, "game": self.view(match, match.role(player)),
-                      "best": judged["best"], "advice": judged.get("advice", "")}, pushes)
-
-    def rematch(self, sid: str, payload: dict) -> Reply:
-        game_id = game_id_of(payload)
-        player = self._player(sid)
-        old = self._load(game_id)
-        role = old.role(player)
-        if role == "spectator":
-            raise MatchError("spectator", "only the players can start a rematch")
-        address = self.presence.connection(sid).address
-        names, origin = self._names_now(old), self.origin(address)
-        counted: list[bool] = []
-
-        def change(match: Match) -> Match | Update:
-            # Decided on the game as stored: an offer found from the other side is accepted,
-            # never overwritten, so two players asking at once start exactly one game.
-            if match.rematch_id:  # someone else's rematch got in first: keep theirs
-                return match
-            if match.mode == "friend" and match.offer != other(role):
-                return offer_rematch(match, player, self.clock())
-            if not counted:  # a change may run again on a newer match: count it once
-                self._take_creation(player, address)
-                counted.append(True)
-            marked, fresh = rematch(match, player, self.clock(), self.rng,
-                                    think=match.rules.instant_ai, names=names, origin=origin)
-            # Both people sit in the new game: the caps are counted in this same write.
-            return Update(marked, create=fresh, caps=self._caps())
-
-        with self._capped():
-            before, old = self._update(game_id, change)
-        if old.rematch_id is None:  # an offer, made now or before
-            pushes = self.game_pushes(old) if old.rev != before.rev else []
-            return Reply({"ok": True, "started": False, "game": self.view(old, role)}, pushes)
-        continued = old.rev != before.rev  # this call started it
-        fresh = self._load(old.rematch_id)
-        if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
-            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
-        else:
-            reply = self._enter(sid, fresh, player, started=True)
-        if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
-            reply.pushes.extend(self.game_pushes(old))
-        # Everyone who saw the old game follows: each side now sits at the other.
-        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
-        for seen in self.roles(old):
-            reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
-                lambda role: {"from": old.id, "game": self.view(fresh, role)}, swap[seen])))
-        return reply
-
     def _take_creation(self, player: str, address: str) -> None:
         """Count one new game (a rematch, a seat taken too) against the player's and the
         address's rate."""
@@ -613,49 +340,6 @@ class Table:
         if not (self.limiter.take(f"create:p:{player}", rate, per_minute)
                 and self.limiter.take(f"create:a:{self.origin(address)}", rate, per_minute)):
             raise MatchError("rate_limited", "too many new games at once: wait a moment")
-
-    def _names_now(self, old: Match) -> dict[str, str | None]:
-        """The names of the rematch's seats as the people call themselves now (sides swap)."""
-        if old.mode == "local":
-            return {"X": None, "O": None}
-        names: dict[str, str | None] = {}
-        for side, seat in (("X", old.seats["O"]), ("O", old.seats["X"])):
-            names[side] = self.store.name(seat) if seat and seat != AI else None
-        return names
-
-    def decline(self, sid: str, payload: dict) -> Reply:
-        player = self._player(sid)
-        _, match = self._update(game_id_of(payload), lambda m: decline(m, player, self.clock()))
-        return Reply({"ok": True, "game": self.view(match, match.role(player))},
-                     self.game_pushes(match))
-
-    def _end(self, sid: str, payload: dict, change: Callable[[Match, str, float], Match]
-             ) -> Reply:
-        player = self._player(sid)
-
-        def ending(match: Match) -> Update:
-            after = change(match, player, self.clock())
-            return Update(after, self._credits(match, after))
-
-        before, match = self._update(game_id_of(payload), ending)
-        credits = self._credits(before, match)
-        answer: dict[str, Any] = {"ok": True, "game": self.view(match, match.role(player))}
-        if credits:
-            answer["record"] = self.store.record(player)
-        return Reply(answer, self._changed(match, credits))
-
-    def resign(self, sid: str, payload: dict) -> Reply:
-        return self._end(sid, payload, resign)
-
-    def abort(self, sid: str, payload: dict) -> Reply:
-        return self._end(sid, payload, abort)
-
-    def claim(self, sid: str, payload: dict) -> Reply:
-        game_id = game_id_of(payload)
-        player = self._player(sid)
-        match = self._load(game_id)
-        waited = self.claimable_in(match, match.role(player))
-        return self._end(sid, payload, lambda m, p, now: claim(m, p, waited, now))
 
     def set_name(self, sid: str, payload: dict) -> Reply:
         name = clean_name(payload.get("name"))
@@ -692,41 +376,6 @@ class Table:
         push = {"game": match.id, "from": role, "reaction": reaction}
         return Reply({"ok": True}, [Push("reaction", room(match.id, seen), push, False)
                                     for seen in self.roles(match)])
-
-    # --- the server's own moves -------------------------------------------------------------
-
-    BEAT_EVERY = 1.0  # seconds between this process's stamps in the store
-
-    def resume_clocks(self) -> list[Push]:
-        """Stamp the store as served now; after an outage (no stamp for `outage_after`), give
-        every running clock the downtime back first. The pushes of the games credited."""
-        now = self.clock()
-        if self._beaten is not None and now - self._beaten < self.BEAT_EVERY:
-            return []
-        if self._beaten is None:
-            self._beaten = float("-inf")  # a clock loop runs from now on: moves check it
-        credited = self.store.resume(self.clock, self.limits.outage_after, credit_outage)
-        self._beaten = now
-        return [push for match in credited for push in self.game_pushes(match)]
-
-    def _resume_if_stale(self) -> list[Push]:
-        """`resume_clocks` when the clock loop has not stamped for a while (the store is back)."""
-        if self._beaten is None or self.clock() - self._beaten <= self.limits.outage_after:
-            return []
-        return self.resume_clocks()
-
-    def tick(self) -> list[Push]:
-        """End the timed games whose clock ran out; the pushes that says so."""
-        # Once a clock loop runs, it stamps the store first (and gives back an outage).
-        pushes: list[Push] = self.resume_clocks() if self._beaten is not None else []
-        for game_id in self.store.due(self.clock()):
-            changed = self.store.update(game_id, lambda m: time_out(m, self.clock()))
-            if changed and changed[1].rev != changed[0].rev:
-                pushes += self.game_pushes(changed[1])
-        return pushes
-
-    # Told how long each AI search took (the web layer's metrics); nothing by default.
-    searched: Callable[[float], None] = staticmethod(lambda seconds: None)
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
               "abort", "claim", "set_name", "react")

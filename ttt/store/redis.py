@@ -29,6 +29,7 @@ from ttt.store import (
     as_update,
     empty_record,
 )
+from ttt.store.codec import from_json, to_json
 
 PREFIX = "ttt:"
 LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
@@ -88,7 +89,7 @@ def unavailable_on_redis_errors(method):
 
 
 def _body(match: Match) -> str:
-    return json.dumps(match.to_json(), separators=(",", ":"))
+    return json.dumps(to_json(match), separators=(",", ":"))
 
 
 class RedisStore:
@@ -162,7 +163,7 @@ class RedisStore:
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
         body = self.redis.get(_game(game_id))
-        return Match.from_json(json.loads(body)) if body else None
+        return from_json(json.loads(body)) if body else None
 
     @unavailable_on_redis_errors
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
@@ -174,7 +175,7 @@ class RedisStore:
                     body = pipe.get(key)
                     if body is None:
                         return None
-                    before = Match.from_json(json.loads(body))
+                    before = from_json(json.loads(body))
                     update = as_update(change(before))
                     after = update.match
                     if after.rev == before.rev:
@@ -226,7 +227,7 @@ class RedisStore:
         credited = []
         for body in pipe.mget(keys):
             if body:
-                before = Match.from_json(json.loads(body))
+                before = from_json(json.loads(body))
                 after = credit(before, since, downtime)
                 if after.rev != before.rev:
                     credited.append(after)
@@ -240,7 +241,7 @@ class RedisStore:
         pipe.zrem(LIVE, game_id)
         pipe.zrem(DEADLINES, game_id)
         if body:
-            for who in Match.from_json(json.loads(body)).owners():
+            for who in from_json(json.loads(body)).owners():
                 pipe.zrem(_live_of(who), game_id)
         pipe.execute()
 
@@ -305,7 +306,7 @@ class RedisStore:
             for key in keys:
                 body = self.redis.get(key)
                 if body:
-                    match = Match.from_json(json.loads(body))
+                    match = from_json(json.loads(body))
                     if match.is_over and match.updated < finished_before:
                         gone += self.redis.delete(key)
             if cursor == 0:

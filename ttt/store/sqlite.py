@@ -33,59 +33,13 @@ from ttt.store import (
     as_update,
     empty_record,
 )
+from ttt.store.codec import from_json, to_json
+from ttt.store.sqlite_schema import migrate
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS games (
-    id TEXT PRIMARY KEY,
-    rev INTEGER NOT NULL,
-    updated REAL NOT NULL,
-    live INTEGER NOT NULL,
-    seat_x TEXT,
-    seat_o TEXT,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS players (
-    id TEXT PRIMARY KEY,
-    current TEXT,
-    record TEXT
-);
-"""
-# Columns added after the first release: added in place to an existing file.
-COLUMNS = {
-    "games": {"untouched": "INTEGER NOT NULL DEFAULT 0", "created": "REAL",
-              "deadline": "REAL", "origin": "TEXT"},
-    "players": {"name": "TEXT", "seen": "REAL"},
-}
-# No index on `updated`: every move changes it, and rewriting that index cost more than the
-# rest of the commit; only the purge, every ten minutes, reads it (a scan).
-INDEXES = """
-DROP INDEX IF EXISTS games_updated;
-CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_untouched ON games (created) WHERE untouched = 1;
-CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS NOT NULL;
-CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
-CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
-"""
-# When a server process was last seen up (clocks resume from it after an outage).
-BEATS = "CREATE TABLE IF NOT EXISTS beats (name TEXT PRIMARY KEY, at REAL NOT NULL);"
 #: Games whose last written state this process keeps, to change without reading them back.
 CACHED_GAMES = 4096
 LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
            "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Create the tables, and add the columns a file from an older release lacks."""
-    conn.executescript(SCHEMA)
-    for table, columns in COLUMNS.items():
-        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        for name, kind in columns.items():
-            if name not in have:
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-    conn.executescript(INDEXES)
-    conn.executescript(BEATS)
 
 
 class SqliteStore:
@@ -109,7 +63,7 @@ class SqliteStore:
         # makes an entry useless, never wrong. Changed only under the write lock.
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
-            _migrate(conn)
+            migrate(conn)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
@@ -143,7 +97,7 @@ class SqliteStore:
                 None if match.is_over else match.deadline, match.origin)
 
     def _row(self, match: Match) -> tuple:
-        return (*self._keys(match), json.dumps(match.to_json(), separators=(",", ":")))
+        return (*self._keys(match), json.dumps(to_json(match), separators=(",", ":")))
 
     _INSERT = ("INSERT INTO games (rev, updated, live, seat_x, seat_o, untouched, created, "
                "deadline, origin, body, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -186,7 +140,7 @@ class SqliteStore:
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
-        return Match.from_json(json.loads(row[0])) if row else None
+        return from_json(json.loads(row[0])) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         # Writers of this process queue on a lock first: SQLite's busy handler sleeps and
@@ -273,7 +227,7 @@ class SqliteStore:
             if row is None:
                 conn.execute("ROLLBACK")
                 return None
-            before = Match.from_json(json.loads(row[0]))
+            before = from_json(json.loads(row[0]))
             update = as_update(change(before))
             after = update.match
             if after.rev != before.rev:
@@ -316,7 +270,7 @@ class SqliteStore:
         credited = []
         for (body,) in conn.execute("SELECT body FROM games WHERE deadline IS NOT NULL "
                                     "AND live = 1").fetchall():
-            before = Match.from_json(json.loads(body))
+            before = from_json(json.loads(body))
             after = credit(before, since, downtime)
             if after.rev != before.rev:
                 columns, values = self._changed_columns(before, after)

@@ -1,0 +1,150 @@
+"""The AI's turns: its moves searched in a worker and landed later, and the analyses and
+hints it gives.
+
+A mixin of `ttt.table.Table`; a slow search never runs inside a store transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ttt.match import Match, MatchError, ai_plays, ai_to_move, hint
+from ttt.payloads import game_id_of, whole
+from ttt.replies import Push, Reply
+from ttt.store import StoreUnavailable, Update
+from ttt.thinker import Busy, Task, Ticket
+from ttt.variants import VARIANTS
+from ttt.views import Views
+
+log = logging.getLogger("ttt.table")
+
+
+class AiTurns(Views):
+    """The events and steps of a game whose AI thinks (and the hints and analyses)."""
+
+    rng: random.Random
+    answer_wait: float
+    publish: Callable[[list[Push]], None]
+
+    # Told how long each AI search took (the web layer's metrics); nothing by default.
+    searched: Callable[[float], None] = staticmethod(lambda seconds: None)
+
+    def _think(self, match: Match) -> tuple[Match, Match]:
+        """The AI's move in `match`, waited for; (the match before it, the match after it)."""
+        ticket = self._ask_ai(match)
+        ticket.wait()
+        return match, self.store.get(match.id) or match
+
+    def _think_later(self, match: Match) -> Match:
+        """Ask a worker for the AI's move in `match`, landed (and pushed) when it comes; the
+        match as it is now (with the reply already, when the search ran inline)."""
+        ticket = self._ask_ai(match)
+        if not ticket.done():
+            return match
+        return self.store.get(match.id) or match
+
+    def _enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+        """Enter a game whose AI may still be thinking: once the connection is in the game's
+        room (the web layer joins it, then calls `then`), the answer is read again, so a
+        reply that landed in between is in it, and any later one reaches it as a push."""
+        reply = self._enter(sid, match, player, **extra)
+        if not ai_to_move(match):
+            return reply
+
+        def caught_up() -> Reply:
+            now = self.store.get(match.id)
+            if now is not None and now.rev != match.rev:
+                reply.answer["game"] = self.view(now, now.role(player))
+            return Reply(reply.answer)
+
+        reply.then = caught_up
+        return reply
+
+    def _ask_ai(self, match: Match) -> Ticket:
+        """The search for the AI's move at this rev: queued once, whoever asks again."""
+        owner = (match.humans() or [match.id])[0]  # one search at a time per person
+        task = Task("move", match.variant, tuple(match.moves), match.level,
+                    self.rng.getrandbits(63))
+        return self.thinker.move(task, owner, match.origin or "", match.id, match.rev,
+                                 functools.partial(self._land, match))
+
+    def _land(self, match: Match, ticket: Ticket) -> None:
+        """Play the worker's cell if the game is still where it was asked (compare-and-set on
+        rev: a retried or repeated search never plays twice); push it to everyone."""
+        if ticket.error is not None:
+            log.warning("the AI's move in %s was not found: %s", match.id, ticket.error)
+            return
+        cell = ticket.result
+        self.searched(ticket.seconds)
+
+        def change(current: Match) -> Match | Update:
+            if current.rev != match.rev:  # someone got in first: leave it as it is
+                return current
+            after = ai_plays(current, cell, self.clock())
+            if not current.moves:  # the AI's opening move leaves a new game untouched
+                after = replace(after, updated=current.updated)
+            return Update(after, self._credits(current, after))
+
+        try:
+            changed = self.store.update(match.id, change)
+        except (MatchError, StoreUnavailable) as error:  # a join or a restart plays it later
+            log.warning("the AI's move in %s did not land: %s", match.id, error)
+            return
+        if changed and changed[1].rev != changed[0].rev:
+            self.publish(self._changed(changed[1], self._credits(*changed)))
+
+    def resume(self) -> int:
+        """Ask for every AI move that was waiting when a process stopped; how many."""
+        asked = 0
+        for game_id in self.store.live_ids():
+            match = self.store.get(game_id)
+            if match is not None and ai_to_move(match):
+                self._ask_ai(match)
+                asked += 1
+        return asked
+
+    def _judge(self, sid: str, player: str, variant: str, moves: tuple[int, ...]) -> dict:
+        """A position's evaluation: in-process for classic (microseconds), else from the
+        thinker's cache or a worker; `busy` rather than a long wait."""
+        rules = VARIANTS[variant]
+        if rules.instant_ai:
+            return rules.analyze(rules.from_moves(moves))
+        conn = self.presence.connection(sid)
+        address = (self.origin(conn.address) if conn else None) or ""
+        try:
+            ticket = self.thinker.analyze(Task("analyze", variant, moves), player, address)
+        except Busy:
+            raise MatchError("busy", "the AI is busy; try again in a moment") from None
+        if not ticket.wait(self.answer_wait) or ticket.error is not None:
+            raise MatchError("busy", "the AI is busy; try again in a moment")
+        return ticket.result
+
+    def analyze(self, sid: str, payload: dict) -> Reply:
+        match = self._load(game_id_of(payload))
+        if match.mode == "friend" and not match.is_over:
+            raise MatchError("not_allowed", "no analysis while a game against a friend is on")
+        ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
+        rules = match.rules
+        moves = tuple(match.moves if ply is None else match.moves[:ply])
+        answer = {"ok": True, "analysis": self._judge(sid, self._player(sid), match.variant, moves),
+                  "version": len(match.moves),
+                  "ply": len(match.moves) if ply is None else ply}
+        if match.is_over:
+            answer.update(rules.review(match.moves))
+        return Reply(answer)
+
+    def hint(self, sid: str, payload: dict) -> Reply:
+        player = self._player(sid)
+        asked = hint(self._load(game_id_of(payload)), player, self.clock())  # refusals first
+        judged = self._judge(sid, player, asked.variant, tuple(asked.moves))  # counted once found
+        before, match = self._update(asked.id, lambda m: hint(m, player, self.clock()))
+        if match.moves != asked.moves:  # a move got in while the search ran: judge this one
+            judged = self._judge(sid, player, match.variant, tuple(match.moves))
+        pushes = self.game_pushes(match) if match.rev != before.rev else []
+        return Reply({"ok": True, "game": self.view(match, match.role(player)),
+                      "best": judged["best"], "advice": judged.get("advice", "")}, pushes)

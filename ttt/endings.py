@@ -1,0 +1,136 @@
+"""How a match ends off the board: a claim, a resignation, an abort, a game left; and the
+rematch offers that follow an ending.
+
+Like `ttt.match`, each change checks everything and returns a new match or raises one
+precise `MatchError`. Pure: no Flask, no database, no clock (callers pass the time in).
+"""
+
+from __future__ import annotations
+
+import random
+
+from ttt.match import (
+    AI,
+    SIDES,
+    Match,
+    MatchError,
+    ai_reply,
+    checked,
+    ending,
+    new_id,
+    no_score,
+    other,
+    restart_clock,
+)
+from ttt.rules import Termination
+
+
+def abortable(match: Match) -> bool:
+    """Whether the game has no result that matters yet: against a friend, X and O have not both
+    moved; against the AI, the person has made at most one move (leaving then is a new game,
+    not a loss)."""
+    if match.mode == "ai":
+        person = next(mark for mark in SIDES if match.seats[mark] != AI)
+        played = match.moves[match.start:]
+        return sum(1 for cell in played if match.board.cell(cell) == person) < 2
+    return match.opening
+
+
+def claim(match: Match, player_id: str, claimable_in: float | None, now: float) -> Match:
+    """The friend game won by a seated player whose opponent has been away long enough."""
+    role = checked(match, player_id)
+    if match.mode != "friend":
+        raise MatchError("not_allowed", "only a game against a friend can be claimed")
+    if claimable_in is None or claimable_in > 0:
+        raise MatchError("not_allowed", "your friend has not been away long enough")
+    return match.changed(now, finish=ending(Termination.CLAIM, role), deadline=None)  # type: ignore[arg-type]
+
+
+def resign(match: Match, player_id: str, now: float) -> Match:
+    """The game lost at once by the seated player who gives it up."""
+    role = checked(match, player_id)
+    if match.mode not in ("friend", "ai") or role not in SIDES:
+        raise MatchError("not_allowed", "only a game against a friend or the AI can be resigned")
+    return match.changed(now, finish=ending(Termination.RESIGN, other(role)), deadline=None)
+
+
+def abort(match: Match, player_id: str, now: float) -> Match:
+    """The game called off before it has a result that matters (see `abortable`), or a
+    pass-and-play game at any time (its one player is both sides); it counts nowhere."""
+    role = checked(match, player_id)
+    if match.mode == "local":
+        return match.changed(now, finish=ending(Termination.ABORT), deadline=None)
+    if match.mode not in ("friend", "ai") or role not in SIDES:
+        raise MatchError("not_allowed", "only a game against a friend or the AI can be aborted")
+    if not abortable(match):
+        raise MatchError("not_allowed", "both sides have moved: resign instead")
+    return match.changed(now, finish=ending(Termination.ABORT), aborted_by=role, deadline=None)
+
+
+def abandon(match: Match, now: float) -> Match:
+    """The pass-and-play game left for another one: called off (unchanged unless one on)."""
+    if match.mode != "local" or match.is_over:
+        return match
+    return match.changed(now, finish=ending(Termination.ABANDONED), deadline=None)
+
+
+def _over_and_seated(match: Match, player_id: str) -> str:
+    role = match.role(player_id)
+    if role == "spectator":
+        raise MatchError("spectator", "only the players can start a rematch")
+    # Version 1 clients start a rematch of an AI or pass-and-play game at any time.
+    if not match.is_over and match.mode == "friend":
+        raise MatchError("not_allowed", "finish this game before a rematch")
+    return role
+
+
+def offer_rematch(match: Match, player_id: str, now: float) -> Match:
+    """The finished friend game with this player's rematch offer on it."""
+    role = _over_and_seated(match, player_id)
+    if match.offer == role:
+        return match
+    return match.changed(now, offer=role)
+
+
+def decline(match: Match, player_id: str, now: float) -> Match:
+    """The rematch offer withdrawn by its maker or declined by the opponent."""
+    role = match.role(player_id)
+    if role == "spectator":
+        raise MatchError("spectator", "only the players can answer an offer")
+    if match.offer is None or match.rematch_id:
+        raise MatchError("not_allowed", "there is no rematch offer to decline")
+    return match.changed(now, offer=None)
+
+
+def rematch(match: Match, player_id: str, now: float, rng: random.Random,
+            game_id: str | None = None, think: bool = True,
+            names: dict[str, str | None] | None = None,
+            origin: str | None = None) -> tuple[Match, Match]:
+    """(the old match marked as continued, the new game with sides swapped).
+
+    In a friend game only the player who did not make the offer can start it. `names`: the
+    people's names now, by seat of the new game (else the old game's, swapped); `origin`:
+    the starter's address digest, counted against its cap like any game it creates.
+    """
+    role = _over_and_seated(match, player_id)
+    if match.mode == "friend" and match.offer != other(role):
+        raise MatchError("not_allowed", "a rematch needs your friend's offer first")
+    total = match.score() or no_score()
+    if match.mode == "friend":  # the people swap sides, and their wins go with them
+        series = {"X": total["O"], "O": total["X"], "draws": total["draws"]}
+    else:
+        series = total
+    seats = {"X": match.seats["O"], "O": match.seats["X"]}
+    if names is None:
+        names = {"X": match.names.get("O"), "O": match.names.get("X")}
+    fresh = Match(id=game_id or new_id(), mode=match.mode, level=match.level, seats=seats,
+                  series=series, names=names, seated={m: now for m in SIDES},
+                  clock=match.clock, variant=match.variant, created=now, updated=now,
+                  origin=origin if origin is not None else match.origin)
+    if think:
+        fresh = ai_reply(fresh, rng, now, stamp=False)
+    fresh = restart_clock(fresh, now)
+    # A pass-and-play game replayed mid-game is left: nobody else could ever finish it.
+    finish = (ending(Termination.ABANDONED) if match.mode == "local" and not match.is_over
+              else match.finish)
+    return match.changed(now, rematch_id=fresh.id, offer=None, finish=finish), fresh

@@ -1,0 +1,55 @@
+"""The SQLite file's tables, and the migration that brings a file from an older release
+up to them (in place, at start-up)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS games (
+    id TEXT PRIMARY KEY,
+    rev INTEGER NOT NULL,
+    updated REAL NOT NULL,
+    live INTEGER NOT NULL,
+    seat_x TEXT,
+    seat_o TEXT,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS players (
+    id TEXT PRIMARY KEY,
+    current TEXT,
+    record TEXT
+);
+"""
+# Columns added after the first release: added in place to an existing file.
+COLUMNS = {
+    "games": {"untouched": "INTEGER NOT NULL DEFAULT 0", "created": "REAL",
+              "deadline": "REAL", "origin": "TEXT"},
+    "players": {"name": "TEXT", "seen": "REAL"},
+}
+# No index on `updated`: every move changes it, and rewriting that index cost more than the
+# rest of the commit; only the purge, every ten minutes, reads it (a scan).
+INDEXES = """
+DROP INDEX IF EXISTS games_updated;
+CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_untouched ON games (created) WHERE untouched = 1;
+CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
+CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
+"""
+# When a server process was last seen up (clocks resume from it after an outage).
+BEATS = "CREATE TABLE IF NOT EXISTS beats (name TEXT PRIMARY KEY, at REAL NOT NULL);"
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Create the tables, and add the columns a file from an older release lacks."""
+    conn.executescript(SCHEMA)
+    for table, columns in COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    conn.executescript(INDEXES)
+    conn.executescript(BEATS)

@@ -1,0 +1,91 @@
+"""The master's views: each game as one receiver sees it, and the pushes that carry it.
+
+A mixin of `ttt.table.Table`, which gives it the store, the presence, the clock, the
+limits and the thinker.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ttt import wire
+from ttt.bots import is_bot_player
+from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
+from ttt.replies import Push, room
+from ttt.store import Store
+from ttt.thinker import Thinker
+from ttt.variants import VARIANTS
+
+if TYPE_CHECKING:
+    from ttt.table import Limits
+
+REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
+
+
+class Views:
+    """The receiver views of the games a `Table` keeps."""
+
+    store: Store
+    presence: Any
+    clock: Callable[[], float]
+    limits: Limits
+    thinker: Thinker
+
+    def config(self) -> dict[str, Any]:
+        """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
+        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells}
+                             for name, rules in VARIANTS.items()},
+                "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
+                "claim_after": self.limits.claim_after}
+
+    def claimable_in(self, match: Match, role: str) -> float | None:
+        """Seconds until `role` may claim `match`; None when the opponent is here or unseated."""
+        if match.mode != "friend" or match.is_over or role not in SIDES:
+            return None
+        opponent = other(role)
+        if match.seats[opponent] is None or self.presence.online(match.id)[opponent]:
+            return None
+        # Absence counts from the last sighting (in presence, or stored with the game), from
+        # when the seat could first have been present, and never from before this process
+        # started: after a restart a claim needs claim_after of absence it observed.
+        since = max(self.presence.last_seen(match.id, opponent) or 0.0,
+                    match.seen.get(opponent) or 0.0,
+                    match.seated.get(opponent) or match.created,
+                    getattr(self.presence, "started", 0.0))
+        return max(0.0, self.limits.claim_after - (self.clock() - since))
+
+    def view(self, match: Match, role: str) -> dict[str, Any]:
+        """The Game as a receiver in `role` sees it."""
+        game = wire.view(match, role, online=self.presence.online(match.id),
+                         claimable_in=self.claimable_in(match, role),
+                         watchers=self.presence.watchers(match.id), now=self.clock())
+        bots = [m for m in SIDES if is_bot_player(match.seats[m])]
+        if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
+            game["bot_seats"] = bots
+        if match.mode == "ai" and match.level and not match.rules.instant_ai:
+            # The AI's seconds this move: less than its level's when the workers are busy.
+            game["budget"] = self.thinker.budget_of(match.id) or getattr(
+                match.rules.player(match.level), "seconds", None)
+        return game
+
+    @staticmethod
+    def roles(match: Match) -> tuple[str, ...]:
+        """The roles a game can be seen in."""
+        if match.mode == "local":
+            return ("both", "spectator")
+        return (*(m for m in SIDES if match.seats[m] != AI), "spectator")
+
+    def game_pushes(self, match: Match) -> list[Push]:
+        """The game to everyone who sees it, each role its own view (built when sent)."""
+        return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
+                for role in self.roles(match)]
+
+    def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
+        role = match.role(player)
+        answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
+                                  "you": role, "record": self.store.record(player)}
+        if match.mode == "friend":
+            answer["link"] = f"/g/{match.id}"
+        return answer
