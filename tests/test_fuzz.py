@@ -532,8 +532,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def _record(self, pid: str) -> dict:
         expected = {level: {"wins": 0, "draws": 0, "losses": 0} for level in LEVELS}
         for game in self.games.values():
-            if game.mode != "ai" or not game.over or game.start:
-                continue  # a game from a preset position does not count
+            if game.mode != "ai" or not game.over or game.start or game.status == "aborted":
+                continue  # a game from a preset position, or called off, does not count
             for mark in "XO":
                 if game.seats[mark] == pid:
                     key = ("draws" if game.winner is None else "wins" if game.winner == mark
@@ -1360,7 +1360,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
                 assert public["winner"] == by
                 if reason in ABORTS:
                     assert public["status"] == "aborted" and public["reason"] is None
-                    assert game.mode == "local" or game.played < 2
+                    assert game.mode == "local" or game.abortable
                 else:
                     assert public["status"] == "won" and public["reason"] == reason
             elif winner:

@@ -51,7 +51,6 @@ from ttt.views import REACTIONS
 __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refusal", "room",
            "valid_id"]
 
-ROLES = ("X", "O", "both", "spectator")
 
 
 @dataclass(frozen=True)
