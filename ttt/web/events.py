@@ -95,10 +95,17 @@ def register(socketio: SocketIO, table: Table, config: Any,
         server.on(name, watch(name, handler) if watch else handler, namespace="/")
     # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
     table.publish = functools.partial(emit_all, socketio)
+    _register_connections(socketio, table)
 
-    # python-socketio does not reserve the names "connect" and "disconnect": a client can
-    # emit events so named and reach these handlers. Each checks that the call is the real
-    # one, so nobody can fake going offline (to be claimed against) or refill a rate limit.
+
+def _register_connections(socketio: SocketIO, table: Table) -> None:
+    """The connect and disconnect handlers.
+
+    python-socketio does not reserve the names "connect" and "disconnect": a client can emit
+    events so named and reach these handlers. Each checks that the call is the real one, so
+    nobody can fake going offline (to be claimed against) or refill a rate limit.
+    """
+
     @socketio.on("connect")
     def on_connect(auth: Any = None, *_: Any) -> bool | None:
         if table.presence.connection(request.sid) is not None:
