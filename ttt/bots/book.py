@@ -7,16 +7,14 @@ case-insensitively; a bot-versus-bot game is rated once, whoever reports it firs
 
 from __future__ import annotations
 
-import contextlib
 import json
-import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ttt.bots import Bot, BotError, elo, outcome_of
+from ttt.store.sqlite_pool import Connections
 
 
 class Book(Protocol):
@@ -141,25 +139,10 @@ class SqliteBook:
 
     def __init__(self, path: str, pool_size: int = 4) -> None:
         self.path = path
-        self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
-        self._pool_size = pool_size
+        self._pool = Connections(path, pool_size, wal=False)  # the store set the file's mode
+        self._conn = self._pool.take
         with self._conn() as conn:
             conn.executescript(SCHEMA)
-
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._pool.get_nowait()
-        except queue.Empty:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
-                                   check_same_thread=False)
-        try:
-            yield conn
-        finally:
-            if self._pool.qsize() < self._pool_size:
-                self._pool.put(conn)
-            else:
-                conn.close()
 
     def _one(self, where: str, value: str) -> Bot | None:
         with self._conn() as conn:

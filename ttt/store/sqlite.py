@@ -11,15 +11,13 @@ revision.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import queue
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ttt.match import Match
 from ttt.store import (
@@ -34,6 +32,7 @@ from ttt.store import (
     empty_record,
 )
 from ttt.store.codec import from_json, to_json
+from ttt.store.sqlite_pool import Connections
 from ttt.store.sqlite_schema import migrate
 
 #: Games whose last written state this process keeps, to change without reading them back.
@@ -55,8 +54,8 @@ class SqliteStore:
             os.chmod(path, 0o600)
         # A small pool, not one connection per thread: the threaded and gevent servers
         # run each request in a new thread or greenlet, which would leak a connection each.
-        self._pool: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
-        self._pool_size = pool_size
+        self._pool = Connections(path, pool_size)
+        self._conn = self._pool.take
         self._write_lock = threading.Lock()
         # The state this process last wrote of each recent game. Only ever trusted through a
         # compare-and-set on `rev` (every write bumps it), so another process's write simply
@@ -64,27 +63,6 @@ class SqliteStore:
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             migrate(conn)
-
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=10,
-                               check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        return conn
-
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._pool.get_nowait()
-        except queue.Empty:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            if self._pool.qsize() < self._pool_size:
-                self._pool.put(conn)
-            else:
-                conn.close()
 
     COLUMNS = ("rev", "updated", "live", "seat_x", "seat_o", "untouched", "created", "deadline",
                "origin", "body")
@@ -375,8 +353,4 @@ class SqliteStore:
             return False
 
     def close(self) -> None:
-        while True:
-            try:
-                self._pool.get_nowait().close()
-            except queue.Empty:
-                return
+        self._pool.close()
