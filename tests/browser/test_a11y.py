@@ -278,8 +278,9 @@ def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
     expect(announced).to_have_text(
         re.compile(r"^You play O this time\. AI played the [a-z ]+\. Your turn$"))
     tab_to(page, "select[name='level']", backwards=True)
-    page.keyboard.press("ArrowUp")  # Perfect -> Hard: a new game against it, as X again
-    expect(page.locator("#player-o .player-name")).to_have_text("AI · Hard")
+    page.keyboard.press("ArrowUp")  # Perfect -> Hard: a new game against it, on the side shown
+    expect(page.locator("select[name='you']")).to_have_value("O")  # the side played now
+    expect(page.locator("#player-x .player-name")).to_have_text("AI · Hard")
     expect(status).to_have_text("Your turn")
     expect(page.locator("select[name='level']")).to_be_focused()
     expect(page.locator("select[name='level']")).to_have_value("hard")
@@ -294,7 +295,7 @@ def test_a_whole_game_by_keyboard_alone_with_a_visible_focus_ring(open_page):
     tab_to(page, "[data-cell]", backwards=True)
     free = board(page).index(".")
     page.keyboard.press(str(free + 1))  # or a digit, 1 to 9
-    expect(cell(page, free)).to_have_attribute("data-mark", "X")
+    expect(cell(page, free)).to_have_attribute("data-mark", "O")
 
 
 # Counts the blips the page starts: a stand-in for a speaker.

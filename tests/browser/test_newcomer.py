@@ -122,15 +122,15 @@ def test_a_rematch_says_the_side_and_new_game_keeps_the_chosen_one(open_page):
     expect(page.locator("#announce")).to_have_text(
         re.compile(r"^You play O this time\. AI played the [a-z ]+\. Your turn$"))
     assert board(page).count("X") == 1
-    # The settings still show the side the player chose; New game goes back to it.
-    expect(page.locator("select[name='you']")).to_have_value("X")
-    expect(page.locator("#pick-you .pick-text")).to_have_text("X")
+    # "Play as" shows the side played now (issue 22: never "Play as X" while playing O).
+    expect(page.locator("select[name='you']")).to_have_value("O")
+    expect(page.locator("#pick-you .pick-text")).to_have_text("O")
 
     page.locator("#new-game").click()  # no mark of ours on the board yet: nothing to ask
 
-    expect(page.locator("#player-x .player-name")).to_have_text("You")
-    expect(page.locator("#detail")).to_have_text("You play X against the easy AI")
-    assert board(page) == "........."
+    expect(page.locator("#player-o .player-name")).to_have_text("You")  # the side shown
+    expect(page.locator("#detail")).to_have_text(re.compile(r"^AI played the [a-z ]+$"))
+    assert board(page).count("X") == 1 and "O" not in board(page)
 
 
 def go_offline(page: Page) -> None:
