@@ -82,10 +82,7 @@ class SqliteStore:
 
     def create(self, match: Match, caps: Caps | None = None) -> None:
         with self._write_lock, self._conn() as conn:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                raise StoreUnavailable(str(error)) from error
+            _begin_write(conn)
             try:
                 if caps:  # counted inside the write transaction: parallel creates cannot race
                     self._check(conn, match, caps)
@@ -223,10 +220,7 @@ class SqliteStore:
 
     def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
         with self._write_lock, self._conn() as conn:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                raise StoreUnavailable(str(error)) from error
+            _begin_write(conn)
             try:
                 row = conn.execute("SELECT at FROM beats WHERE name = 'up'").fetchone()
                 now = clock()
@@ -354,3 +348,11 @@ class SqliteStore:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _begin_write(conn: sqlite3.Connection) -> None:
+    """Open a write transaction now (BEGIN IMMEDIATE); a locked file is StoreUnavailable."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        raise StoreUnavailable(str(error)) from error
