@@ -135,15 +135,10 @@ def drop(server: Any, sid: str) -> bool:
     """End one Engine.IO session by dropping its transport, with no CLOSE packet: a client
     told "closed by the server" may take it as final (python-socketio does); a dropped
     transport it always retries. False if it was gone already."""
-    eio = server.eio
-    socket = eio.sockets.pop(sid, None)
-    if socket is None or socket.closed or socket.closing:
-        return False
-    socket.close(wait=False, abort=True, reason=eio.reason.SERVER_DISCONNECT)
-    return True
+    return close(server, sid, abort=True)
 
 
-def close(server: Any, sid: str) -> bool:
+def close(server: Any, sid: str, abort: bool = False) -> bool:
     """Close one Engine.IO session now, without waiting for a poll to drain it; False if gone.
 
     Engine.IO's own `disconnect(sid)` waits until a GET takes the close packet: with none
@@ -153,7 +148,7 @@ def close(server: Any, sid: str) -> bool:
     socket = eio.sockets.pop(sid, None)
     if socket is None or socket.closed or socket.closing:
         return False
-    socket.close(wait=False, abort=False, reason=eio.reason.SERVER_DISCONNECT)
+    socket.close(wait=False, abort=abort, reason=eio.reason.SERVER_DISCONNECT)
     return True
 
 
