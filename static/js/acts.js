@@ -7,8 +7,9 @@ import { squareWords } from "./squares.js";
 import { refusalText } from "./status.js";
 import { describeOffer, describeReaction } from "./news.js";
 
-/** The newer of two views of one game (by `rev`, or the move count from an older server). */
-function newest(one, other) {
+/** The newer of two views of one game (by `rev`, or the move count from an older server);
+ * `other` on a tie. */
+export function newest(one, other) {
   if (!one) return other;
   if (!other) return one;
   return (other.rev ?? other.version) >= (one.rev ?? one.version) ? other : one;
@@ -132,11 +133,19 @@ export function createActs(session) {
     return false;
   }
 
+  let leavingNow = null; // the leave under way: a second choice meanwhile waits for it
+
+  /** Leave the game on screen once, however many choices ask for it at the same time. */
+  function leaveFirst() {
+    leavingNow ??= leaveOnce().finally(() => { leavingNow = null; });
+    return leavingNow;
+  }
+
   /**
    * Before leaving the game on screen: ask, when it is in progress, and tell the server. False
    * when the player stays; else true, or the words to say once the next game is on screen.
    */
-  async function leaveFirst() {
+  async function leaveOnce() {
     if (!now().game) return true; // nothing to leave (and no need to load the words for it)
     const { leaving } = await import("./leave.js");
     const plan = leaving(now().game);

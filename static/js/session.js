@@ -5,7 +5,7 @@
 import { loadPreferences, newGamePayload, savePreferences } from "./controls.js";
 import { createCaller } from "./caller.js";
 import { createScreen, swapped } from "./screen.js";
-import { createActs } from "./acts.js";
+import { createActs, newest } from "./acts.js";
 import { refusalText } from "./status.js";
 
 /**
@@ -44,6 +44,7 @@ export function createSession(parts, { call: send, app, calm }) {
     ending: null,        // the resign or abort this page sent, while on its way (acts.js)
     following: null,     // a rematch this spectator did not follow (it was reading the review)
     starts: 0,           // new games asked for: only the newest one's answer is shown
+    early: new Map(),    // id -> the newest push of a game not on screen yet (see enter)
     urlGame: app.dataset.gameId || null,
   };
   const call = createCaller(send, { status, rejoin: () => join(currentId()) });
@@ -87,7 +88,10 @@ export function createSession(parts, { call: send, app, calm }) {
   /** Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show. */
   function enter(answer, { opening = false, lead = "" } = {}) {
     const reveal = state.game?.id !== answer.game.id || !state.game; // another game: in view
-    const game = view(answer.game, answer.you);
+    // A push of this game may have overtaken the answer (a friend's join of the rematch this
+    // page accepted, say): the newer of the two is shown.
+    const game = newest(state.early.get(answer.game.id), view(answer.game, answer.you));
+    state.early.clear();
     if (state.game?.id !== game.id) {
       state.game = null;
       state.asked = null;
@@ -153,13 +157,14 @@ export function createSession(parts, { call: send, app, calm }) {
   /** A new game with `settings`, once the game on screen is left; true if it started, null
    * when a newer new game was asked for meanwhile. */
   async function startGame(settings) {
+    // Two quick choices (a level, then the variant) are two starts whose leaving and answers
+    // may settle in either order: the game shown is the last one chosen, whatever answers first.
+    const asked = ++state.starts;
     const left = await acts.leaveFirst();
+    if (asked !== state.starts) return null; // superseded while the old game was being left
     if (!left) return false;
     const told = left === true ? "" : left;
     status.clearNotice();
-    // Two quick choices (a level, then the variant) are two calls that the server may answer
-    // in either order: the game shown is the last one asked for, not the last one answered.
-    const asked = ++state.starts;
     fire("start");
     const answer = await call("new_game", newGamePayload(settings));
     if (asked !== state.starts) return null; // superseded: the newer call shows its game
@@ -235,7 +240,13 @@ export function createSession(parts, { call: send, app, calm }) {
     },
 
     pushed(game) {
-      if (state.game && game.id === state.game.id) acts.pushed(view(game));
+      if (state.game && game.id === state.game.id) {
+        acts.pushed(view(game));
+        return;
+      }
+      // Not on screen (yet): kept in case the answer that enters it is on its way.
+      if (state.early.size > 3) state.early.clear();
+      state.early.set(game.id, newest(state.early.get(game.id), view(game)));
     },
 
     recorded(record) {
