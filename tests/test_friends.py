@@ -150,13 +150,17 @@ def test_a_timed_game_ends_by_itself_for_both_players_and_a_spectator(quick_clai
     ana, ben = quick_claims(), quick_claims()
     game = ana.call("new_game", {"mode": "friend", "you": "X", "clock": 10})["game"]
     assert game["clock"] == 10 and game["time_left"] is None  # waiting for a friend
+    assert game["first_move"] is None
     joined = ben.call("join", {"game": game["id"]})["game"]
     assert 29 < joined["time_left"] <= 30  # a fair start: the first-move window
+    assert joined["first_move"] == 30  # ...and the view says that is what time_left counts
     cy = quick_claims()
     cy.call("join", {"game": game["id"]})
-    assert ana.call("move", {"game": game["id"], "cell": 4})["ok"]
+    first = ana.call("move", {"game": game["id"], "cell": 4})["game"]
+    assert first["first_move"] == 30 and 29 < first["time_left"] <= 30  # O's own window
     moved = ben.call("move", {"game": game["id"], "cell": 0})["game"]
     assert 9 < moved["time_left"] <= 10  # both have moved: the clock runs
+    assert moved["first_move"] is None
     for who in (ana, ben, cy):  # nobody sends anything: the server ends it
         ended = who.wait_for("game", lambda g: g["status"] == "won", timeout=20)
         assert ended["reason"] == "time" and ended["winner"] == "O"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttt.endings import abortable
-from ttt.match import AI, SIDES, Match
+from ttt.match import AI, FIRST_MOVE, SIDES, Match
 
 
 def _fields(match: Match) -> dict[str, Any]:
@@ -71,6 +71,8 @@ def view(match: Match, role: str, *, online: dict[str, bool], claimable_in: floa
         watchers=watchers,
         clock=match.clock,
         time_left=None if left is None else round(left, 1),
+        # `time_left` counts a fair start's first-move window, not the clock: its length.
+        first_move=FIRST_MOVE if left is not None and match.clock and match.opening else None,
         aborted=({"reason": match.finish.termination.value, "by": match.aborted_by}
                  if match.finish and match.status == "aborted" else None),
     )

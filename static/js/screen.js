@@ -4,7 +4,7 @@
 import { loadPreferences, recordKey } from "./controls.js";
 import { describeEnd, describeOfferChange, describePresence } from "./news.js";
 import {
-  describe, describeLastMove, describeStart, nameAt, opponentOf, sentences,
+  describe, describeFirstMove, describeLastMove, describeStart, nameAt, opponentOf, sentences,
 } from "./words.js";
 
 /** "You play O this time": a rematch swapped the side of a seated player, or "". */
@@ -81,14 +81,15 @@ export function createScreen(parts, { app }) {
     // A watcher arriving is told whom it watches, however it came.
     const start = !previous && (opening || you === "spectator") ? describeStart(game, you) : "";
     const over = previous?.status === "playing" && game.status !== "playing";
+    // A fair start's window is said with what opened it (a join, the other's first move).
+    const fairStart = moved || presence || !previous ? describeFirstMove(game, you) : "";
     // The lead says what the board cannot (the side changed); the board shows the AI's move.
-    if (lead) status.news(lead);
-    else if (news) status.news(news);
-    else if (!previous) status.news(start);
+    const line = lead || news || (previous ? "" : start);
+    if (line || fairStart || !previous) status.news([line, fairStart].filter(Boolean).join(" · "));
     else if (over) status.news(""); // the status line says how it ended
     if (moved || over || presence || offered || !previous) {
       status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered,
-        ended]));
+        ended, fairStart]));
     }
     if (previous && opponentOf(you) && previous.seats[opponentOf(you)] === "open"
         && game.seats[opponentOf(you)] === "human") {

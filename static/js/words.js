@@ -102,10 +102,25 @@ export function describe(game, you) {
   const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return "Waiting for your friend to join";
-    if (!game.online[other]) return `${Friend} disconnected`;
+    // A friend not here yet for a game with no moves (a rematch their page is opening) is
+    // waited for; one who went away mid-game disconnected.
+    if (!game.online[other]) {
+      return game.moves.length > (game.start ?? 0) ? `${Friend} disconnected` : `Waiting for ${friendName(game, you)}`;
+    }
   }
   if (game.turn === you) return `Your turn${whereWords(game)}`;
   return game.mode === "ai" ? "AI is thinking…" : `${Friend}'s turn`;
+}
+
+/**
+ * A timed game's fair start said, or "": who must make a first move, how soon (the view's
+ * `first_move` window, which the clock counts down) and what missing it does.
+ */
+export function describeFirstMove(game, you) {
+  if (!game.first_move || game.status !== "playing" || !game.turn) return "";
+  if (game.turn === you) return `First move within ${game.first_move} s, or the game is called off`;
+  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, game.turn);
+  return `${who} has ${game.first_move} s for a first move, or the game is called off`;
 }
 
 /** Who made the last move and where: "AI played the centre". The board says whose mark. */
