@@ -81,11 +81,12 @@ export function createScreen(parts, { app }) {
     // A watcher arriving is told whom it watches, however it came.
     const start = !previous && (opening || you === "spectator") ? describeStart(game, you) : "";
     const over = previous?.status === "playing" && game.status !== "playing";
-    // A fair start's window is said with what opened it (a join, the other's first move).
+    // A fair start's window, once opened (a join, the other's first move), holds the news line
+    // (the board shows the move, the banner the join; both are read out below).
     const fairStart = moved || presence || !previous ? describeFirstMove(game, you) : "";
     // The lead says what the board cannot (the side changed); the board shows the AI's move.
-    const line = lead || news || (previous ? "" : start);
-    if (line || fairStart || !previous) status.news([line, fairStart].filter(Boolean).join(" · "));
+    const line = fairStart || lead || news || (previous ? "" : start);
+    if (line || !previous) status.news(line);
     else if (over) status.news(""); // the status line says how it ended
     if (moved || over || presence || offered || !previous) {
       status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered,

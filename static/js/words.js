@@ -113,14 +113,14 @@ export function describe(game, you) {
 }
 
 /**
- * A timed game's fair start said, or "": who must make a first move, how soon (the view's
- * `first_move` window, which the clock counts down) and what missing it does.
+ * A timed game's fair start said, or "": how soon the side on move must make its first move
+ * (the view's `first_move` window, which its clock counts down) and what missing it does. Short
+ * enough for the news line of a 320 px phone.
  */
 export function describeFirstMove(game, you) {
   if (!game.first_move || game.status !== "playing" || !game.turn) return "";
-  if (game.turn === you) return `First move within ${game.first_move} s, or the game is called off`;
-  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, game.turn);
-  return `${who} has ${game.first_move} s for a first move, or the game is called off`;
+  if (game.turn === you) return `Move within ${game.first_move} s, or it's cancelled`;
+  return `No move in ${game.first_move} s cancels the game`;
 }
 
 /** Who made the last move and where: "AI played the centre". The board says whose mark. */

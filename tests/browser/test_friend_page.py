@@ -316,13 +316,13 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
     expect(clock).to_have_text(re.compile(r"^0:[12]\d$|^0:30$"))
     # ...and it is said, to the side on move and to the other, not only counted down.
-    expect(host.locator("#detail")).to_have_text(
-        "Your friend joined · First move within 30 s, or the game is called off")
-    expect(guest.locator("#detail")).to_contain_text(
-        "Your friend has 30 s for a first move, or the game is called off")
+    expect(host.locator("#detail")).to_have_text("Move within 30 s, or it's cancelled")
+    expect(guest.locator("#detail")).to_have_text("No move in 30 s cancels the game")
     play({"host": host}, [(4, "host")])
-    expect(guest.locator("#detail")).to_have_text(
-        "Your friend played the centre · First move within 30 s, or the game is called off")
+    expect(guest.locator("#detail")).to_have_text("Move within 30 s, or it's cancelled")
+    expect(guest.locator("#announce")).to_have_text(
+        "Your friend played the centre. Your turn. Move within 30 s, or it's cancelled")
+    expect(host.locator("#detail")).to_have_text("No move in 30 s cancels the game")
     play({"guest": guest}, [(0, "guest")])
     expect(host.locator("#detail")).to_have_text("Your friend played the top left")
     expect(host.locator("#player-x")).to_have_class(re.compile("is-ticking"))
