@@ -51,3 +51,15 @@ def test_capacity_smoke_reports_levels_cpu_and_memory():
 def test_bad_arguments_exit_2(args):
     result = run(*args, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_bench_scrape_counts_exactly_and_times_both_stores(redis_url):
+    result = run("-m", "bench.scrape", "--games", "600", "--finished", "60", "--repeat", "3",
+                 "--redis", redis_url, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    rows = {r["store"]: r for r in json.loads(result.stdout)}
+    assert set(rows) == {"sqlite", "redis"}
+    for row in rows.values():
+        assert row["exact"] and row["live"] == 600, row
+        for figure in ("by_kind_ms", "total_ms", "exposition_ms", "by_bodies_ms"):
+            assert 0 < row[figure]["p50"] <= row[figure]["max"], (figure, row)

@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from tests.servers import Remote, Server, close_all
+from ttt.store import KINDS
 from ttt.web import create_app, get_socketio
 
 TOKEN = "metrics-test-token"
@@ -90,12 +91,89 @@ def test_counters_move_when_games_are_played(metered):
     assert value(after, "ttt_games_started_total", mode="local", variant="classic") == 1
     assert value(after, "ttt_games_finished_total", mode="local", variant="classic") == 1
     assert value(after, "ttt_games_started_total", mode="ai", variant="ultimate") == 1
-    assert value(after, "ttt_live_games") == 1  # the ultimate game
+    assert value(after, "ttt_live_games", mode="ai", variant="ultimate") == 1
+    assert value(after, "ttt_live_games", mode="local", variant="classic") == 0  # it ended
     assert value(after, "ttt_ai_search_seconds_count") > value(before,
                                                                "ttt_ai_search_seconds_count")
     assert value(after, "ttt_store_errors_total", operation="update") == 0
     sio.disconnect()
     assert value(scrape(client), "ttt_connections") == 0
+
+
+def live_games(text: str) -> dict[tuple[str, str], float]:
+    """Every ttt_live_games sample, by (mode, variant); fails on one without those labels."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("ttt_live_games"):
+            sample = re.fullmatch(r'ttt_live_games\{mode="(\w+)",variant="(\w+)"\} (\S+)', line)
+            assert sample, line
+            found[sample.group(1), sample.group(2)] = float(sample.group(3))
+    return found
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def store_url(request, tmp_path):
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ttt.sqlite3'}"
+    return request.getfixturevalue("redis_url")
+
+
+def test_live_games_are_exported_by_mode_and_variant(store_url):
+    """Games of several kinds played through the app: one labelled gauge per kind, zeros
+    included, their sum the store's total."""
+    app = create_app({"TESTING": True, "SECRET_KEY": "m", "TTT_STORE": store_url,
+                      "TTT_RATE_LIMIT": 0, "TTT_METRICS_TOKEN": TOKEN})
+    client = app.test_client()
+    client.get("/")
+    sio = get_socketio(app).test_client(app, flask_test_client=client)
+    try:
+        assert live_games(scrape(client)) == dict.fromkeys(KINDS, 0)
+
+        def new(**payload):
+            answer = sio.emit("new_game", payload, callback=True)
+            assert answer["ok"], answer
+            return answer["game"]["id"]
+
+        for _ in range(2):
+            new(mode="ai", level="easy", you="X")
+        new(mode="ai", variant="ultimate", level="easy", you="X")
+        new(mode="friend", variant="ultimate", you="X")
+        new(mode="friend", you="O", clock=30)
+        ended = new(mode="local")
+        for cell in (0, 3, 1, 4, 2):  # X wins the top row: no longer live
+            assert sio.emit("move", {"game": ended, "cell": cell}, callback=True)["ok"]
+        new(mode="local", variant="ultimate")
+        text = scrape(client)
+        assert live_games(text) == {
+            ("ai", "classic"): 2, ("ai", "ultimate"): 1, ("local", "classic"): 0,
+            ("local", "ultimate"): 1, ("friend", "classic"): 1, ("friend", "ultimate"): 1}
+        assert sum(live_games(text).values()) == app.extensions["ttt_store"].count_live() == 6
+    finally:
+        sio.disconnect()
+        app.extensions["ttt_table"].thinker.close()
+        app.extensions["ttt_store"].close()
+
+
+def test_an_unreachable_store_costs_the_live_figure_and_one_error_a_scrape(metered):
+    from ttt.store import StoreUnavailable
+
+    client = metered.test_client()
+    store = metered.extensions["ttt_store"].wrapped
+
+    def unreachable():
+        raise StoreUnavailable("connection refused")
+
+    store.count_live_by_kind = unreachable
+    for failed in (1, 2):  # served all the same, without the store's figure; counted once
+        text = scrape(client)
+        assert live_games(text) == {} and "ttt_connections 0.0" in text
+        assert value(text, "ttt_store_errors_total", operation="count_live_by_kind") == failed
+    del store.count_live_by_kind
+    text = scrape(client)
+    assert live_games(text) == dict.fromkeys(KINDS, 0)
+    assert value(text, "ttt_store_errors_total", operation="count_live_by_kind") == 2
 
 
 def test_the_ai_pool_reports_its_searches_and_its_queue(metered):

@@ -451,3 +451,73 @@ def test_idle_players_with_no_live_game_lose_their_profile(store):
         return
     store.purge(finished_before=0, idle_before=time.time() + 10)
     assert store.name("b" * 22) is None and store.current("b" * 22) is None
+
+
+def _ended(store, match, now=NOW + 1):
+    """End a live game through the store, as its player would (abort or resign)."""
+    from ttt.endings import abort
+
+    end = abort if match.mode == "local" else resign
+    store.update(match.id, lambda m: end(m, m.seats["X"], now))
+
+
+def test_live_games_are_counted_per_kind_exactly(store):
+    """Games of every mode and variant, created capped and not, some ended, a rematch, one
+    deleted, one purged and (Redis) one expired: every kind is counted exactly, zeros named,
+    and the kinds add up to the total at every step."""
+    from collections import Counter
+
+    from ttt.endings import offer_rematch
+    from ttt.store import KINDS
+
+    def made(mode, variant, when=NOW, caps=None, **kw):
+        kw.setdefault("level", "easy" if mode == "ai" else None)
+        match = create(mode, "alice", when, variant=variant, **kw)
+        store.create(match, caps)
+        return match
+
+    def check(expected):
+        counts = store.count_live_by_kind()
+        assert list(counts)[:len(KINDS)] == list(KINDS) and set(counts) == set(KINDS)
+        assert counts == {kind: expected[kind] for kind in KINDS}
+        assert sum(counts.values()) == store.count_live()
+
+    check(Counter())
+    caps = Caps(per_player=50, total=1000)
+    ai = [made("ai", "classic", caps=caps) for _ in range(3)]
+    ai_u = [made("ai", "ultimate"), made("ai", "ultimate", caps=caps)]
+    local_u = [made("local", "ultimate", caps=caps) for _ in range(2)]
+    stale = made("local", "classic", when=NOW - 10_000)
+    friend = made("friend", "classic", clock=10)
+    friend_u = made("friend", "ultimate", caps=caps)
+    want = Counter({("ai", "classic"): 3, ("ai", "ultimate"): 2, ("local", "ultimate"): 2,
+                    ("local", "classic"): 1, ("friend", "classic"): 1,
+                    ("friend", "ultimate"): 1})
+    check(want)
+    _ended(store, ai[0])
+    _ended(store, local_u[1])
+    store.update(ai[1].id, lambda m: play(m, "alice", 4, NOW + 1))  # a move: still live
+    want -= Counter({("ai", "classic"): 1, ("local", "ultimate"): 1})
+    check(want)
+    # A rematch of an ended friend game is made in the update that marks the old one.
+    def again(match):
+        marked, fresh = rematch(match, "alice", NOW + 3, random.Random(1))
+        return Update(marked, create=fresh)
+
+    store.update(friend.id, lambda m: take_seat(m, "bob", NOW))
+    _ended(store, friend)
+    check(want - Counter({("friend", "classic"): 1}))
+    store.update(friend.id, lambda m: offer_rematch(m, "bob", NOW + 2))
+    store.update(friend.id, again)
+    check(want)  # its rematch began
+    store.delete(friend_u.id)
+    want[("friend", "ultimate")] -= 1
+    check(want)
+    if hasattr(store, "redis"):  # a live game's body expired by its TTL: its ids stay listed
+        store.redis.delete(f"ttt:game:{ai_u[0].id}")
+        check(want)  # until the purge, in the total and in its kind alike
+        want[("ai", "ultimate")] -= 1
+    store.purge(finished_before=0, idle_before=NOW - 5_000)
+    want[("local", "classic")] -= 1
+    check(want)
+    assert store.get(stale.id) is None

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from ttt.match import Match
-from ttt.variants import RECORD_LEVELS
+from ttt.match import MODES, Match
+from ttt.variants import RECORD_LEVELS, VARIANTS
 
 MAX_RETRIES = 20
 OUTCOMES = ("wins", "draws", "losses")
+# Every kind of game, (mode, variant): the live counts name each one, zeros included.
+KINDS: tuple[tuple[str, str], ...] = tuple((m, v) for m in MODES for v in VARIANTS)
 
 
 class Update(NamedTuple):
@@ -114,6 +116,10 @@ class Housekeeping(Protocol):
     def live_ids(self) -> list[str]:
         """Every unfinished game's id (start-up: the AI moves that were waiting)."""
 
+    def count_live_by_kind(self) -> dict[tuple[str, str], int]:
+        """Games still being played per (mode, variant): every kind in KINDS, zeros
+        included; they add up to count_live(). Cheap enough for every metrics scrape."""
+
     def due(self, now: float) -> list[str]:
         """The ids of timed games whose side on move ran out of time by `now`."""
 
@@ -145,6 +151,11 @@ class Store(GameStore, ProfileStore, Housekeeping, Protocol):
 def empty_record() -> dict[str, dict[str, int]]:
     """A record with no games."""
     return {level: dict.fromkeys(OUTCOMES, 0) for level in RECORD_LEVELS}
+
+
+def by_kind(counts: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """Live counts with every kind named, zeros included, KINDS first."""
+    return {**dict.fromkeys(KINDS, 0), **counts}
 
 
 def add_credits(record: dict[str, dict[str, int]], player_id: str,

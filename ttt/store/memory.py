@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from ttt.match import Match
-from ttt.store import CapReached, Caps, Change, Credit, add_credits, as_update, empty_record
+from ttt.store import (
+    CapReached,
+    Caps,
+    Change,
+    Credit,
+    add_credits,
+    as_update,
+    by_kind,
+    empty_record,
+)
 
 
 class MemoryStore:
@@ -140,6 +150,11 @@ class MemoryStore:
     def count_live(self, player_id: str | None = None) -> int:
         with self._lock:
             return self._count_live(player_id)
+
+    def count_live_by_kind(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return by_kind(Counter((m.mode, m.variant) for m in self._games.values()
+                                   if not m.is_over))
 
     def ping(self) -> bool:
         return True

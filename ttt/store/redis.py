@@ -7,6 +7,11 @@ MULTI / SET / EXEC: if another process wrote the game in between, EXEC fails
 and the change is tried again on the new value, so two processes can never
 both land a move on one version. A create with caps is one Lua script: the
 counts and the insert cannot be raced apart.
+
+The live games are indexed twice: all of them in LIVE, and each in the index of its kind
+(mode, variant). Every command that adds to or removes from LIVE does the same to the kind
+index in the same MULTI or script, so the kinds always add up to LIVE and a scrape of the
+counts per kind is one ZCARD each.
 """
 
 from __future__ import annotations
@@ -28,47 +33,41 @@ from ttt.store import (
     StoreUnavailable,
     as_update,
     empty_record,
+    redis_kinds,
 )
 from ttt.store.codec import from_json, to_json
+from ttt.store.redis_keys import (
+    BEAT,
+    DEADLINES,
+    LIVE,
+    PREFIX,
+    game_key,
+    kind_key,
+    live_of,
+    player_key,
+)
 
-PREFIX = "ttt:"
-LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
-DEADLINES = f"{PREFIX}deadlines"  # sorted set: timed game id -> when its side on move runs out
-BEAT = f"{PREFIX}beat"             # when a server process was last seen up
-
-
-def _game(game_id: str) -> str:
-    return f"{PREFIX}game:{game_id}"
-
-
-def _player(player_id: str) -> str:
-    return f"{PREFIX}player:{player_id}"
-
-
-def _live_of(player_id: str) -> str:
-    return f"{PREFIX}live:{player_id}"
-
-
-# KEYS: game, LIVE, the live index of each owner (player, or '@' address).
-# ARGV: body, ttl, updated, id, total, game key prefix, the cap of each owner (0: none).
+# KEYS: game, LIVE, the game's kind index, the live index of each owner (player, or '@'
+# address). ARGV: body, ttl, updated, id, total, game key prefix, the cap of each owner (0: none).
 CREATE_CAPPED = """
-local owners = #KEYS - 2
+local owners = #KEYS - 3
 for i = 1, owners do
   local cap = tonumber(ARGV[6 + i])
   local live = 0
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[2 + i], 0, -1)) do
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[3 + i], 0, -1)) do
     if redis.call('EXISTS', ARGV[6] .. id) == 1 then live = live + 1
-    else redis.call('ZREM', KEYS[2 + i], id) end  -- expired by its TTL
+    else redis.call('ZREM', KEYS[3 + i], id) end  -- expired by its TTL
   end
   if cap > 0 and live >= cap then return 1 end
 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 2 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 for i = 1, owners do
-  redis.call('ZADD', KEYS[2 + i], ARGV[3], ARGV[4])
-  if redis.call('TTL', KEYS[2 + i]) < tonumber(ARGV[2]) then
-    redis.call('EXPIRE', KEYS[2 + i], ARGV[2])
+  redis.call('ZADD', KEYS[3 + i], ARGV[3], ARGV[4])
+  if redis.call('TTL', KEYS[3 + i]) < tonumber(ARGV[2]) then
+    redis.call('EXPIRE', KEYS[3 + i], ARGV[2])
   end
 end
 return 0
@@ -104,6 +103,7 @@ class RedisStore:
         self.idle_ttl = int(idle_ttl)
         self.untouched_ttl = int(min(untouched_ttl, idle_ttl))
         self._create_capped = self.redis.register_script(CREATE_CAPPED)
+        self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
 
     def _ttl(self, match: Match) -> int:
         if match.is_over:
@@ -111,19 +111,22 @@ class RedisStore:
         return self.untouched_ttl if match.untouched else self.idle_ttl
 
     def _write(self, pipe, match: Match, fresh: bool = False) -> None:
-        pipe.set(_game(match.id), _body(match), ex=self._ttl(match))
+        pipe.set(game_key(match.id), _body(match), ex=self._ttl(match))
+        kind = kind_key(match.mode, match.variant)
         if match.is_over:
             pipe.zrem(LIVE, match.id)
+            pipe.zrem(kind, match.id)
             for who in match.owners():
-                pipe.zrem(_live_of(who), match.id)
+                pipe.zrem(live_of(who), match.id)
         else:
             pipe.zadd(LIVE, {match.id: match.updated})
+            pipe.zadd(kind, {match.id: match.updated})
             for who in match.owners():
                 # Touched only when a game joins it (NX; the TTL set then): a move leaves an
                 # owner's index alone, so a capped create WATCHing it is not retried per move.
-                pipe.zadd(_live_of(who), {match.id: match.updated}, nx=True)
+                pipe.zadd(live_of(who), {match.id: match.updated}, nx=True)
                 if fresh or match.untouched:
-                    pipe.expire(_live_of(who), self.idle_ttl)
+                    pipe.expire(live_of(who), self.idle_ttl)
         if match.deadline is not None and not match.is_over:
             pipe.zadd(DEADLINES, {match.id: match.deadline})
         else:
@@ -138,9 +141,10 @@ class RedisStore:
             return
         owners = match.owners()
         refused = self._create_capped(
-            keys=[_game(match.id), LIVE, *(_live_of(who) for who in owners)],
+            keys=[game_key(match.id), LIVE, kind_key(match.mode, match.variant),
+                  *(live_of(who) for who in owners)],
             args=[_body(match), self._ttl(match), match.updated, match.id, caps.total,
-                  _game(""), *(caps.per_origin if w.startswith("@") else caps.per_player
+                  game_key(""), *(caps.per_origin if w.startswith("@") else caps.per_player
                                for w in owners)])
         if refused:
             raise CapReached(per_player=refused == 1)
@@ -151,23 +155,23 @@ class RedisStore:
         """Refuse a new game over its caps, counted on WATCHed indexes: if another process
         adds a live game to one of them before EXEC, the whole change is tried again."""
         owners = match.owners()
-        pipe.watch(*(_live_of(who) for who in owners))
+        pipe.watch(*(live_of(who) for who in owners))
         for who in owners:
             cap = caps.per_origin if who.startswith("@") else caps.per_player
-            ids = pipe.zrange(_live_of(who), 0, -1)
-            if cap and ids and pipe.exists(*(_game(gid) for gid in ids)) >= cap:
+            ids = pipe.zrange(live_of(who), 0, -1)
+            if cap and ids and pipe.exists(*(game_key(gid) for gid in ids)) >= cap:
                 raise CapReached(per_player=True)
         if pipe.zcard(LIVE) >= caps.total:
             raise CapReached(per_player=False)
 
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
-        body = self.redis.get(_game(game_id))
+        body = self.redis.get(game_key(game_id))
         return from_json(json.loads(body)) if body else None
 
     @unavailable_on_redis_errors
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        key = _game(game_id)
+        key = game_key(game_id)
         for _ in range(MAX_RETRIES):
             with self.redis.pipeline(transaction=True) as pipe:
                 try:
@@ -187,7 +191,7 @@ class RedisStore:
                     if update.create:
                         self._write(pipe, update.create, fresh=True)
                     for who, level, outcome in update.credits:
-                        pipe.hincrby(_player(who), f"{level}:{outcome}", 1)
+                        pipe.hincrby(player_key(who), f"{level}:{outcome}", 1)
                     pipe.execute()
                     return before, after
                 except redis.WatchError:
@@ -220,7 +224,7 @@ class RedisStore:
     @staticmethod
     def _credit(pipe, since: float, downtime: float, credit: Credit) -> list[Match]:
         """The live timed games with `credit` applied, each watched (the pipe is not in MULTI)."""
-        keys = [_game(gid) for gid in pipe.zrange(DEADLINES, 0, -1)]
+        keys = [game_key(gid) for gid in pipe.zrange(DEADLINES, 0, -1)]
         if not keys:
             return []
         pipe.watch(BEAT, *keys)
@@ -235,20 +239,20 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def delete(self, game_id: str) -> None:
-        body = self.redis.get(_game(game_id))
+        body = self.redis.get(game_key(game_id))
         pipe = self.redis.pipeline(transaction=True)
-        pipe.delete(_game(game_id))
-        pipe.zrem(LIVE, game_id)
+        pipe.delete(game_key(game_id))
+        redis_kinds.unlist(pipe, [game_id])
         pipe.zrem(DEADLINES, game_id)
         if body:
             for who in from_json(json.loads(body)).owners():
-                pipe.zrem(_live_of(who), game_id)
+                pipe.zrem(live_of(who), game_id)
         pipe.execute()
 
     @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         record = empty_record()
-        for field, count in self.redis.hgetall(_player(player_id)).items():
+        for field, count in self.redis.hgetall(player_key(player_id)).items():
             level, _, outcome = field.partition(":")
             if level in record and outcome in OUTCOMES:
                 record[level][outcome] = int(count)
@@ -256,13 +260,13 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def current(self, player_id: str) -> str | None:
-        return self.redis.hget(_player(player_id), "current")
+        return self.redis.hget(player_key(player_id), "current")
 
     def _set_field(self, player_id: str, field: str, value: str) -> None:
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(_player(player_id), field, value)
+        pipe.hset(player_key(player_id), field, value)
         # A profile lives as long as a game nobody touches: seen again, it lives on.
-        pipe.expire(_player(player_id), self.idle_ttl)
+        pipe.expire(player_key(player_id), self.idle_ttl)
         pipe.execute()
 
     @unavailable_on_redis_errors
@@ -271,7 +275,7 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def name(self, player_id: str) -> str | None:
-        return self.redis.hget(_player(player_id), "name")
+        return self.redis.hget(player_key(player_id), "name")
 
     @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:
@@ -279,7 +283,7 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def live_games(self, player_id: str) -> list[str]:
-        return sorted(self.redis.zrange(_live_of(player_id), 0, -1))
+        return sorted(self.redis.zrange(live_of(player_id), 0, -1))
 
     @unavailable_on_redis_errors
     def live_ids(self) -> list[str]:
@@ -296,9 +300,9 @@ class RedisStore:
         gone = 0
         stale = self.redis.zrangebyscore(LIVE, "-inf", idle_before)
         for game_id in stale:
-            gone += self.redis.delete(_game(game_id))
+            gone += self.redis.delete(game_key(game_id))
         if stale:
-            self.redis.zrem(LIVE, *stale)
+            self._unlist(stale)
         # Finished games carry a TTL; purge those whose age passed finished_before too.
         cursor = 0
         while True:
@@ -316,28 +320,41 @@ class RedisStore:
             ids = self.redis.zrange(index, 0, -1)
             pipe = self.redis.pipeline(transaction=False)
             for game_id in ids:
-                pipe.exists(_game(game_id))
+                pipe.exists(game_key(game_id))
             missing = [gid for gid, there in zip(ids, pipe.execute(), strict=True) if not there]
-            if missing:
+            if missing and index == LIVE:
+                self._unlist(missing)
+            elif missing:
                 self.redis.zrem(index, *missing)
+        redis_kinds.mend(self.redis, self._mend_kind)
         return gone
+
+    def _unlist(self, ids: list[str]) -> None:
+        """Take games out of LIVE and out of the kind indexes, in one MULTI."""
+        pipe = self.redis.pipeline(transaction=True)
+        redis_kinds.unlist(pipe, ids)
+        pipe.execute()
+
+    @unavailable_on_redis_errors
+    def count_live_by_kind(self) -> dict[tuple[str, str], int]:
+        return redis_kinds.count(self.redis)
 
     @unavailable_on_redis_errors
     def count_live(self, player_id: str | None = None) -> int:
         if player_id is None:
             return self.redis.zcard(LIVE)
         # A player's index may hold games that expired: count the ones still there.
-        ids = self.redis.zrange(_live_of(player_id), 0, -1)
+        ids = self.redis.zrange(live_of(player_id), 0, -1)
         if not ids:
             return 0
-        there = self.redis.exists(*(_game(gid) for gid in ids))
+        there = self.redis.exists(*(game_key(gid) for gid in ids))
         if there < len(ids):
             pipe = self.redis.pipeline(transaction=False)
             for gid in ids:
-                pipe.exists(_game(gid))
+                pipe.exists(game_key(gid))
             missing = [g for g, ok in zip(ids, pipe.execute(), strict=True) if not ok]
             if missing:
-                self.redis.zrem(_live_of(player_id), *missing)
+                self.redis.zrem(live_of(player_id), *missing)
         return there
 
     def ping(self) -> bool:

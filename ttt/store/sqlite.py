@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 
 from ttt.match import Match
@@ -29,6 +29,7 @@ from ttt.store import (
     Update,
     add_credits,
     as_update,
+    by_kind,
     empty_record,
 )
 from ttt.store.codec import from_json, to_json
@@ -39,6 +40,13 @@ from ttt.store.sqlite_schema import migrate
 CACHED_GAMES = 4096
 LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
            "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
+# Read from the covering partial index games_live_kind alone: no game row is visited.
+LIVE_BY_KIND = ("SELECT mode, variant, COUNT(*) FROM games WHERE live = 1 "
+                "GROUP BY mode, variant")
+# Rows an older release's process inserted while this one ran have no kind yet: their bodies.
+UNKINDED_BY_KIND = ("SELECT json_extract(body, '$.mode'), "
+                    "coalesce(json_extract(body, '$.variant'), 'classic'), COUNT(*) "
+                    "FROM games WHERE live = 1 AND mode IS NULL GROUP BY 1, 2")
 
 
 class SqliteStore:
@@ -64,21 +72,24 @@ class SqliteStore:
         with self._write_lock, self._conn() as conn:
             migrate(conn)
 
+    # mode and variant never change: written by the INSERT, never by a move's UPDATE (which
+    # sets only the columns that changed).
     COLUMNS = ("rev", "updated", "live", "seat_x", "seat_o", "untouched", "created", "deadline",
-               "origin", "body")
+               "origin", "mode", "variant", "body")
 
     @staticmethod
     def _keys(match: Match) -> tuple:
         """The columns other than the body, in COLUMNS order."""
         return (match.rev, match.updated, 0 if match.is_over else 1, match.seats["X"],
                 match.seats["O"], 1 if match.untouched else 0, match.created,
-                None if match.is_over else match.deadline, match.origin)
+                None if match.is_over else match.deadline, match.origin, match.mode,
+                match.variant)
 
     def _row(self, match: Match) -> tuple:
         return (*self._keys(match), json.dumps(to_json(match), separators=(",", ":")))
 
-    _INSERT = ("INSERT INTO games (rev, updated, live, seat_x, seat_o, untouched, created, "
-               "deadline, origin, body, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+    _INSERT = (f"INSERT INTO games ({', '.join(COLUMNS)}, id) "
+               f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
 
     def create(self, match: Match, caps: Caps | None = None) -> None:
         with self._write_lock, self._conn() as conn:
@@ -332,6 +343,17 @@ class SqliteStore:
     def count_live(self, player_id: str | None = None) -> int:
         with self._conn() as conn:
             return self._count_live(conn, player_id)
+
+    def count_live_by_kind(self) -> dict[tuple[str, str], int]:
+        with self._conn() as conn:
+            rows = conn.execute(LIVE_BY_KIND).fetchall()
+            if any(mode is None for mode, _, _ in rows):  # an older release's process wrote
+                rows = [r for r in rows if r[0] is not None]
+                rows += conn.execute(UNKINDED_BY_KIND).fetchall()
+        counts: Counter[tuple[str, str]] = Counter()
+        for mode, variant, n in rows:
+            counts[(mode, variant)] += n
+        return by_kind(counts)
 
     def checkpoint(self) -> None:
         """Copy the write-ahead log into the database and truncate it (it never shrinks else)."""

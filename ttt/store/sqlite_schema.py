@@ -24,16 +24,20 @@ CREATE TABLE IF NOT EXISTS players (
 # Columns added after the first release: added in place to an existing file.
 COLUMNS = {
     "games": {"untouched": "INTEGER NOT NULL DEFAULT 0", "created": "REAL",
-              "deadline": "REAL", "origin": "TEXT"},
+              "deadline": "REAL", "origin": "TEXT", "mode": "TEXT", "variant": "TEXT"},
     "players": {"name": "TEXT", "seen": "REAL"},
 }
 # No index on `updated`: every move changes it, and rewriting that index cost more than the
 # rest of the commit; only the purge, every ten minutes, reads it (a scan).
+# games_live_kind (live, mode, variant) replaced games_live (live): the live count, in all
+# and per kind, is read from it alone (covering: no game row visited). A move does not write
+# it: mode and variant never change, and `live` changes once, when the game ends.
 INDEXES = """
 DROP INDEX IF EXISTS games_updated;
+DROP INDEX IF EXISTS games_live;
 CREATE INDEX IF NOT EXISTS games_live_x ON games (seat_x) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS games_live_o ON games (seat_o) WHERE live = 1;
-CREATE INDEX IF NOT EXISTS games_live ON games (live) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS games_live_kind ON games (live, mode, variant) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS games_untouched ON games (created) WHERE untouched = 1;
 CREATE INDEX IF NOT EXISTS games_deadline ON games (deadline) WHERE deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS players_seen ON players (seen);
@@ -41,15 +45,36 @@ CREATE INDEX IF NOT EXISTS games_live_origin ON games (origin) WHERE live = 1;
 """
 # When a server process was last seen up (clocks resume from it after an outage).
 BEATS = "CREATE TABLE IF NOT EXISTS beats (name TEXT PRIMARY KEY, at REAL NOT NULL);"
+# A game's kind, for the rows written before the columns existed (the body always had the
+# mode; a body without a variant is a classic game, as codec.from_json reads it).
+FILL_KIND = ("UPDATE games SET mode = json_extract(body, '$.mode'), "
+             "variant = coalesce(json_extract(body, '$.variant'), 'classic') WHERE mode IS NULL")
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Create the tables, and add the columns a file from an older release lacks."""
+    """Create the tables, and add the columns a file from an older release lacks (filled
+    in the same transaction: a process that starts meanwhile finds them complete)."""
     conn.executescript(SCHEMA)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        added = _add_columns(conn)
+        if "games.mode" in added:
+            conn.execute(FILL_KIND)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.executescript(INDEXES)
+    conn.executescript(BEATS)
+
+
+def _add_columns(conn: sqlite3.Connection) -> set[str]:
+    """Add the COLUMNS a table lacks; the ones added, as `table.column`."""
+    added = set()
     for table, columns in COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         for name, kind in columns.items():
             if name not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-    conn.executescript(INDEXES)
-    conn.executescript(BEATS)
+                added.add(f"{table}.{name}")
+    return added

@@ -59,6 +59,10 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        # Collected first, so a store error while reading the live games shows in this very
+        # scrape's ttt_store_errors_total, not the next one's.
+        self._live = _Live(self)
+        r.register(self._live)
         self.events = Counter("ttt_events", "Socket.IO events handled, by name and result code "
                               "(ok or the refusal's code).", ["event", "result"], registry=r)
         self.latency = Histogram("ttt_event_seconds", "Time to answer one event.", ["event"],
@@ -74,9 +78,10 @@ class Metrics:
         r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE)))
 
     def watch_live(self, connections: Callable[[], tuple[int, int]],
-                   live: Callable[[], int]) -> None:
-        """Read the live figures when scraped: (connections, players) here; live games."""
-        self.registry.register(_Live(self, connections, live))
+                   live: Callable[[], dict[tuple[str, str], int]]) -> None:
+        """Read the live figures when scraped: (connections, players) here; live games per
+        (mode, variant) in the store."""
+        self._live.connections, self._live.live = connections, live
 
     def exposition(self) -> bytes:
         """The text format."""
@@ -97,25 +102,34 @@ class _Collected(Collector):
 class _Live(Collector):
     """Figures read at scrape time: connections and players here, live games in the store."""
 
-    def __init__(self, metrics: Metrics, connections: Callable[[], tuple[int, int]],
-                 live: Callable[[], int]) -> None:
-        self.metrics, self.connections, self.live = metrics, connections, live
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.connections: Callable[[], tuple[int, int]] | None = None  # set by watch_live
+        self.live: Callable[[], dict[tuple[str, str], int]] | None = None
 
     def describe(self) -> Iterator[Any]:
         return iter(())  # read at scrape time only: nothing to check at registration
 
     def collect(self) -> Iterator[Any]:
+        if self.connections is None or self.live is None:
+            return
         sockets, players = self.connections()
         yield GaugeMetricFamily("ttt_connections", "Socket.IO connections open on this "
                                 "process.", value=sockets)
         yield GaugeMetricFamily("ttt_connected_players", "Players with at least one connection "
                                 "on this process.", value=players)
         try:
-            # The shared store's count, the same on every process: aggregate it with max().
-            yield GaugeMetricFamily("ttt_live_games", "Games in play in the store.",
-                                    value=self.live())
-        except StoreUnavailable:
-            self.metrics.store_errors.labels("count_live").inc()
+            counts = self.live()
+        except StoreUnavailable:  # no live figure this time; the rest is served
+            self.metrics.store_errors.labels("count_live_by_kind").inc()
+            return
+        # The shared store's counts, the same on every process: `max by (mode, variant)`
+        # across processes, `sum` across kinds for the total. Every kind, zeros included.
+        live = GaugeMetricFamily("ttt_live_games", "Games in play in the store, by mode and "
+                                 "variant.", labels=["mode", "variant"])
+        for (mode, variant), count in counts.items():
+            live.add_metric([mode, variant], count)
+        yield live
 
 
 class MeteredStore:
