@@ -21,6 +21,7 @@ perfect AI never loses on the board.
 from __future__ import annotations
 
 import json
+import math
 import random
 import secrets
 import string
@@ -507,7 +508,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
             "legal": ([c for c, mark in enumerate(board_of(game.moves)) if mark == "."]
                       if "move" in self._can(game, role) else []),
             "replay": "/r/" + "".join(map(str, game.moves)) if game.moves else None,
-            "claimable_in": None if claimable is None else round(claimable, 1),
+            "claimable_in": None if claimable is None else math.ceil(round(claimable * 10, 6)) / 10,
             "offer": {"rematch": game.offer} if game.offer else None,
             "score": game.score(), "names": dict(game.names), "watchers": self._watchers(game),
             "clock": game.clock, "time_left": None if left is None else round(left, 1),

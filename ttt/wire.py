@@ -5,6 +5,7 @@ Pure: no Flask, no database, no clock (callers pass the time in). Never a player
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ttt.endings import abortable
@@ -64,7 +65,8 @@ def view(match: Match, role: str, *, online: dict[str, bool], claimable_in: floa
         rev=match.rev,
         legal=list(match.board.legal_moves()) if "move" in can else [],
         replay=match.rules.replay_path(match.moves),
-        claimable_in=None if claimable_in is None else round(claimable_in, 1),
+        # Rounded up: 0 only once the claim is open (`can` then lists it), never 50 ms early.
+        claimable_in=None if claimable_in is None else math.ceil(round(claimable_in * 10, 6)) / 10,
         offer={"rematch": match.offer} if match.offer else None,
         score=match.score(),
         names=dict(match.names),
