@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from ttt.bots import Bot, BotError, check_about, check_name, hash_token, new_player_id, new_token
+from ttt.bots import BotError
 from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,15 +35,12 @@ def _book(args: argparse.Namespace):
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    name, about = check_name(args.name), check_about(args.about)
+    from ttt.bots.book import register
+
     store, book = _book(args)
-    token = new_token()
-    bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
-              owner=args.owner if args.owner is not None else getpass.getuser(),
-              created=time.time())
-    book.add(bot)
-    store.set_name(bot.player, name)  # the name its seats show, like a person's
-    print(f"made bot {name}; its token (shown once, keep it in a file only you can read):",
+    bot, token = register(book, store, args.name, args.about,
+                          owner=args.owner if args.owner is not None else getpass.getuser())
+    print(f"made bot {bot.name}; its token (shown once, keep it in a file only you can read):",
           file=sys.stderr)
     print(token)
     return 0
