@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_AI_WORKERS=None,               # search processes: None, the cores but one; 0 inline
     TTT_AI_QUEUE=None,                 # redis://...: searches go to `python -m ttt worker`s
     TTT_AI_QUEUE_MAX=None,             # queued evaluations before `busy` (4 per worker)
+    TTT_BOT_CREATE_RATE=10.0,          # bots made on the site an hour, per person and address
+    TTT_BOT_MAX_PER_PERSON=5,          # live (unrevoked) bots a person may have made there
+    TTT_OPERATOR_TOKEN=None,           # bearer token of the operator's endpoints (ladder)
     SESSION_COOKIE_HTTPONLY=True,
     SESSION_COOKIE_SAMESITE="Lax",
     SESSION_COOKIE_SECURE=False,
@@ -75,16 +78,17 @@ def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
     for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_AI_QUEUE",
-                "TTT_METRICS_TOKEN", "TTT_METRICS_BIND"):
+                "TTT_METRICS_TOKEN", "TTT_METRICS_BIND", "TTT_OPERATOR_TOKEN"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
-    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS"):
+    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS",
+                "TTT_BOT_CREATE_RATE"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
-                "TTT_BOT_MAX_GAMES", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
+                "TTT_BOT_MAX_GAMES", "TTT_BOT_MAX_PER_PERSON", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
                 "TTT_MAX_CONNECTIONS", "TTT_MAX_CONNECTIONS_PER_ADDRESS",
                 "TTT_MAX_OPEN_CONNECTIONS"):
         if env.get(key):
