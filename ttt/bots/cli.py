@@ -81,7 +81,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_ladder(args: argparse.Namespace) -> int:
     """A round among the given bots (PROGRAM=TOKEN_FILE): every pair plays --games games,
-    each bot starting half of them, all bots answering challenges meanwhile."""
+    each bot starting half of them, all bots answering challenges meanwhile. With no
+    programs, a round among the bots online on the server (the operator's token)."""
+    if not args.bots:
+        return online_ladder(args)
     entries = []
     for entry in args.bots:
         program, _, token_file = entry.partition("=")
@@ -113,6 +116,22 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
+def online_ladder(args: argparse.Namespace) -> int:
+    """A round among the bots online, started with TTT_OPERATOR_TOKEN (ttt.bots.rounds)."""
+    from ttt.bots.rounds import ladder_round
+
+    token = os.environ.get("TTT_OPERATOR_TOKEN", "").strip()
+    if not token:
+        print("ttt: error: a round among the bots online needs the server's operator token "
+              "in TTT_OPERATOR_TOKEN (or give PROGRAM=TOKEN_FILE pairs)", file=sys.stderr)
+        return 2
+    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    summary = ladder_round(args.server, token, args.games or 2, args.variant, args.parallel,
+                           args.timeout or 3600.0, log)
+    print(json.dumps(summary))
+    return 1 if summary["error"] else 0
+
+
 def add_parser(sub) -> None:
     """The `bot` sub-command and its own sub-commands."""
     bot = sub.add_parser("bot", help="make, revoke and run bots (docs/bots.md)")
@@ -131,8 +150,9 @@ def add_parser(sub) -> None:
     listing.set_defaults(run=_guarded(cmd_list))
     run = cmds.add_parser("run", help="play a bot program (defines move(game) -> int)")
     run.add_argument("bot", help="the bot's Python file")
-    ladder = cmds.add_parser("ladder", help="a round of games between the given bots")
-    ladder.add_argument("bots", nargs="+", metavar="PROGRAM=TOKEN_FILE")
+    ladder = cmds.add_parser("ladder", help="a round of games between the given bots, or "
+                                            "(no programs) among the bots online")
+    ladder.add_argument("bots", nargs="*", metavar="PROGRAM=TOKEN_FILE")
     for p in (run, ladder):
         p.add_argument("--server", default="http://127.0.0.1:5000")
         p.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
@@ -141,7 +161,10 @@ def add_parser(sub) -> None:
     run.add_argument("--token-file", required=True)
     run.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
     run.add_argument("--parallel", type=int, default=1, help="games at once")
-    run.add_argument("--quiet", action="store_true")
+    ladder.add_argument("--parallel", type=int, default=None,
+                        help="online round: live games a bot sits in at once (the server's cap)")
+    for p in (run, ladder):
+        p.add_argument("--quiet", action="store_true")
     run.set_defaults(run=_guarded(cmd_run))
     ladder.set_defaults(run=_guarded(cmd_ladder))
 

@@ -45,7 +45,7 @@ def referee(app: Flask, store: Any) -> Referee:
 
 def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
     """Register the API and the bot pages; hand every push to the bots' hub."""
-    from ttt.web import botmaking, botpages
+    from ttt.web import botmaking, botpages, ladder
 
     hub = Hub(socketio, table, app.extensions["ttt_bots_book"])
     socketio.ttt_bots = hub  # emit_all hands pushes to it
@@ -54,6 +54,7 @@ def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
     app.register_blueprint(bp)
     app.register_blueprint(botpages.bp)
     app.register_blueprint(botmaking.bp)
+    app.register_blueprint(ladder.bp)
     return hub
 
 
