@@ -54,6 +54,12 @@ def test_without_an_operator_token_the_endpoints_are_not_there():
             assert response.status_code == 404, (path, headers)
 
 
+@pytest.mark.parametrize("token", ["CHANGE-ME", "short"])
+def test_a_short_operator_token_is_refused_at_start(token):
+    with pytest.raises(ValueError, match="TTT_OPERATOR_TOKEN"):
+        new_app(TTT_OPERATOR_TOKEN=token)
+
+
 @pytest.mark.parametrize("headers", [{}, auth("wrong"), auth(OPERATOR + "x"), auth(OPERATOR[:-1]),
                                      {"Authorization": f"Basic {OPERATOR}"},
                                      {"Authorization": "Bearer"}])

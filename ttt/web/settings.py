@@ -15,6 +15,10 @@ from flask import Flask
 OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
 
+#: The shortest operator token taken: "CHANGE-ME" left in the env template is refused.
+MIN_OPERATOR_TOKEN = 16
+
+
 #: Every setting and its default; the environment (TTT_...) and the caller override them.
 DEFAULTS: dict[str, Any] = dict(
     TTT_STORE=None,
@@ -67,6 +71,11 @@ def init_app(app: Flask, config: dict[str, Any] | None = None) -> None:
     if not app.config["TTT_STORE"]:
         Path(app.instance_path).mkdir(parents=True, exist_ok=True)
         app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
+
+    operator = app.config["TTT_OPERATOR_TOKEN"]
+    if operator and len(operator) < MIN_OPERATOR_TOKEN:  # a placeholder left in, or a guess
+        raise ValueError(f"TTT_OPERATOR_TOKEN must have at least {MIN_OPERATOR_TOKEN} "
+                         "characters (python3 -c 'import secrets; print(secrets.token_hex(32))')")
 
     trusted = app.config["TTT_TRUSTED_PROXIES"]
     if isinstance(trusted, str):
