@@ -204,3 +204,19 @@ def test_a_round_drops_the_games_of_a_bot_gone_offline():
     assert played.play(pairings(list("abcd"), 2), timeout=30)
     assert played.played == 6 and played.skipped == 6
     assert all(g["x"] != "d" and g["o"] != "d" for g in fake.games.values())
+
+
+def test_a_seat_refused_to_o_ends_the_game_x_made():
+    app = new_app(TTT_OPERATOR_TOKEN=OPERATOR, TTT_MAX_LIVE_PER_PLAYER=1)
+    client = app.test_client()
+    streams = online(client, app, "alpha", "beta", "gamma")  # held: online while they are
+    assert start(client, "alpha", "beta")[0] == 200
+    # beta is under the bots' cap (3) but at a player's (1): its join is refused, and the
+    # game gamma made for it is ended, not left open.
+    status, refused = start(client, "gamma", "beta")
+    assert (status, refused["error"]["code"]) == (409, "not_allowed")
+    store, book = app.extensions["ttt_store"], app.extensions["ttt_bots_book"]
+    assert store.live_games(book.by_name("gamma").player) == []
+    for _, stream in streams.values():
+        stream.close()
+    store.close()
