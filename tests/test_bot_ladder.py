@@ -145,8 +145,9 @@ def test_pairings_every_pair_plays_n_games_sides_alternating():
 
 
 class FakeLadder:
-    """A server for `Round`: each game ends after three looks; it refuses a start when a bot
-    already sits in `cap` games, and once (rate_limited) at the fifth start."""
+    """A server for `Round`: each game ends at the third look (the second is refused as
+    `unavailable`); it refuses a start once (rate_limited) at the fifth, and fails the test
+    when a bot would sit in more than `cap` games."""
 
     def __init__(self, cap: int, offline: frozenset = frozenset()) -> None:
         self.cap, self.offline = cap, offline
@@ -166,6 +167,8 @@ class FakeLadder:
         if method == "GET":
             game_id = path.rsplit("/", 1)[1]
             self.looks[game_id] += 1
+            if self.looks[game_id] == 2:  # a look the server could not answer: not an end
+                return {"ok": False, "error": {"code": "unavailable", "message": "retry"}}
             game = self.games[game_id]
             if self.looks[game_id] >= 3:
                 game.update(status="won", winner="X")

@@ -99,6 +99,8 @@ class Round:
         for game_id, (x, o) in list(self.live.items()):
             answer = self.api.call(f"/api/ladder/game/{game_id}", method="GET")
             game = answer.get("game") if answer.get("ok") else None
+            if game is None and answer.get("error", {}).get("code") != "not_found":
+                continue  # the server busy or its store away for a moment: look again later
             if game is not None and game.get("status") == "playing":
                 continue
             del self.live[game_id]
