@@ -28,7 +28,7 @@ from flask import (
 from ttt.bots import Bot, BotError, check_about, check_name
 from ttt.bots.book import register
 from ttt.table import refusal
-from ttt.web.api import STATUS, answer, book, card, hub, payload, table
+from ttt.web.api import STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site, site_url
 
@@ -95,11 +95,12 @@ def create():
         return answer(refusal("bad_request", "send JSON"))
     if not from_this_site(required=False):
         return jsonify(refusal("not_allowed", CROSS_SITE)), 403
-    try:
-        body = payload()
-        bot, token = make_for(ensure_player(), body.get("name"), body.get("about", ""))
-    except BotError as error:
-        return answer(refusal(error.code, error.message))
+    return guarded(_create)
+
+
+def _create() -> Response:
+    body = payload()
+    bot, token = make_for(ensure_player(), body.get("name"), body.get("about", ""))
     return _secret(jsonify({"ok": True, "bot": card(bot), "token": token}))
 
 
