@@ -302,7 +302,10 @@ def test_the_bot_page_escapes_its_text_and_plays_it_in_a_link_game(app, client):
     assert client.get("/bot/..%2Fetc").status_code == 404
     stream = Lines(client, token)
     stream.next()
-    played = client.post("/bot/minimax/play", data={"variant": "ultimate"})
+    # A form POST is taken from this site's own pages only (their Origin).
+    assert client.post("/bot/minimax/play", data={"variant": "ultimate"}).status_code == 403
+    played = client.post("/bot/minimax/play", data={"variant": "ultimate"},
+                         headers={"Origin": "http://localhost"})
     assert played.status_code == 303
     game_id = played.headers["Location"].rsplit("/", 1)[1]
     game = app.extensions["ttt_store"].get(game_id)

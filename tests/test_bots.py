@@ -22,7 +22,8 @@ from ttt.bots import (
     v3_answer,
     v3_names,
 )
-from ttt.bots.book import MemoryBook, RedisBook, SqliteBook
+from ttt.bots.book import MemoryBook, SqliteBook, register
+from ttt.bots.redis_book import RedisBook
 from ttt.bots.referee import Referee, with_deadline
 from ttt.match import AI, create, play
 from ttt.store.memory import MemoryStore
@@ -188,3 +189,62 @@ def test_a_challenge_is_answered_once_and_only_by_its_target(book):
     assert book.answer("g1", "bot-b")
     assert not book.answer("g1", "bot-b")
     assert not book.answer("nothing", "bot-b")
+
+
+def test_two_makers_of_one_name_at_once_one_wins(book, tmp_path, request):
+    """The store decides a race: every maker holds its own book (as two processes would)."""
+    import threading
+
+    if isinstance(book, SqliteBook):
+        books = [SqliteBook(book.path) for _ in range(6)]
+    elif isinstance(book, RedisBook):
+        books = [RedisBook(request.getfixturevalue("redis_server").url) for _ in range(6)]
+    else:
+        books = [book] * 6
+    barrier, won, lost = threading.Barrier(6), [], []
+
+    def maker(i: int, mine) -> None:
+        barrier.wait()
+        try:
+            mine.add(Bot(new_player_id(), "Racer" if i % 2 else "rAcEr", hash_token(f"t{i}")))
+            won.append(i)
+        except BotError as error:
+            lost.append(error.code)
+
+    threads = [threading.Thread(target=maker, args=(i, b)) for i, b in enumerate(books)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(won) == 1 and lost == ["conflict"] * 5
+    assert [b.name.lower() for b in book.all()] == ["racer"]
+    assert book.by_token(hash_token(f"t{won[0]}")) is not None
+
+
+def test_a_makers_live_bots_are_capped_in_the_same_step_and_revoking_frees_room(book):
+    ann, ben = "a" * 22, "b" * 22
+    for name in ("one", "two"):
+        book.add(Bot(new_player_id(), name, hash_token(name), maker=ann), limit=2)
+    with pytest.raises(BotError) as capped:
+        book.add(Bot(new_player_id(), "three", hash_token("three"), maker=ann), limit=2)
+    assert capped.value.code == "not_allowed" and book.by_name("three") is None
+    book.add(Bot(new_player_id(), "bens", hash_token("bens"), maker=ben), limit=2)
+    book.add(Bot(new_player_id(), "cli", hash_token("cli")), limit=2)  # no maker: no cap
+    assert book.revoke("one")
+    book.add(Bot(new_player_id(), "three", hash_token("three"), maker=ann), limit=2)
+    assert book.by_name("three").maker == ann
+    assert "maker" not in book.by_name("three").public()
+
+
+def test_register_checks_the_name_and_about_and_names_the_seats():
+    store, book = MemoryStore(), MemoryBook()
+    bot, token = register(book, store, "Maker", " about it ", owner="ann", maker="a" * 22)
+    assert book.by_token(hash_token(token)).name == "Maker" and bot.about == "about it"
+    assert store.name(bot.player) == "Maker"
+    for name, about in (("no good", ""), ("fine", "x" * 281)):
+        with pytest.raises(BotError) as refused:
+            register(book, store, name, about, owner="ann")
+        assert refused.value.code == "bad_request"
+    with pytest.raises(BotError) as taken:
+        register(book, store, "MAKER", "", owner="ben")
+    assert taken.value.code == "conflict"

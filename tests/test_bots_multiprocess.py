@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.servers import ROOT, Remote, Server, close_all
+from ttt.bots.rounds import ladder_round
 from ttt.bots.sdk import Api, Runner, load_move
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
 MINIMAX = load_move(ROOT / "examples" / "bots" / "minimax.py")
+OPERATOR = "the-operators-token-on-both-processes"
 
 
 def make_bot(store: str, name: str) -> str:
@@ -28,7 +30,7 @@ def make_bot(store: str, name: str) -> str:
 @pytest.fixture
 def two_servers(redis_url, tmp_path):
     env = {"TTT_STORE": redis_url, "TTT_MESSAGE_QUEUE": redis_url,
-           "TTT_SECRET_KEY": "shared-by-both-processes"}
+           "TTT_SECRET_KEY": "shared-by-both-processes", "TTT_OPERATOR_TOKEN": OPERATOR}
     servers = [Server(env, log=tmp_path / f"server{i}.log").start() for i in (1, 2)]
     yield servers, redis_url
     for server in servers:
@@ -102,3 +104,19 @@ def test_a_stream_on_the_other_process_replaces_the_first(two_servers):
     assert next(second)["type"] == "hello"
     assert list(first) == []  # the first stream ends (within a second) with no more lines
     second.close()
+
+
+def test_a_ladder_round_on_one_process_among_bots_streaming_from_both(two_servers):
+    (one, two), store = two_servers
+    runners = [Runner(Api(server.url, make_bot(store, name)), MINIMAX)
+               for server, name in ((one, "alpha"), (two, "beta"))]
+    for runner in runners:
+        threading.Thread(target=runner.run, args=(60,), daemon=True).start()
+    ladder = Api(one.url, OPERATOR)
+    wait_for(lambda: ladder.call("/api/ladder", method="GET")["online"] == ["alpha", "beta"])
+    result = ladder_round(one.url, OPERATOR, games=2, timeout=60)
+    for runner in runners:
+        runner.stop()
+    assert result["error"] is None and result["games"] == 2, result
+    assert {e["bot"]: e["draws"] for e in result["round"]} == {"alpha": 2, "beta": 2}
+    assert [r.tally.draws for r in runners] == [2, 2]  # each stream got and played both

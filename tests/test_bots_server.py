@@ -1,27 +1,32 @@
 """Bots against a real server: the SDK in a subprocess, the command line, the log.
 
 One server for the module (SQLite in a temporary directory, a 5-second bot deadline so a
-late bot loses quickly); every bot is made with `python -m ttt bot create`.
+late bot loses quickly, an operator token for the ladder); bots are made with
+`python -m ttt bot create`, or on the site as a person makes one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.servers import ROOT, Server
-from ttt.bots.sdk import Api, Unauthorized
+from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
 
 PY = sys.executable
 MINIMAX = str(ROOT / "examples" / "bots" / "minimax.py")
 RANDOM = str(ROOT / "examples" / "bots" / "random_ultimate.py")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+OPERATOR = "operator-token-for-the-ladder-test-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +37,16 @@ def world(tmp_path_factory):
     log = home / "server.log"
     server = Server({"TTT_STORE": store, "TTT_SECRET_KEY": "bots-test",
                      "TTT_BOT_MOVE_SECONDS": "5", "TTT_CREATE_RATE": "100000",
-                     "TTT_MAX_LIVE_PER_ADDRESS": "100000"}, log=log).start()
+                     "TTT_MAX_LIVE_PER_ADDRESS": "100000", "TTT_OPERATOR_TOKEN": OPERATOR},
+                    log=log).start()
     yield server, store, log, home
     server.stop()
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "ttt", "bot", *args], cwd=ROOT, env=ENV, text=True,
-                          capture_output=True, timeout=timeout)
+def cli(*args: str, timeout: float = 300, env: dict | None = None
+        ) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "ttt", "bot", *args], cwd=ROOT, env={**ENV, **(env or {})},
+                          text=True, capture_output=True, timeout=timeout)
 
 
 def make_bot(world, name: str) -> Path:
@@ -93,6 +100,42 @@ def wait_for(test, timeout: float = 60.0):
             return value
         time.sleep(0.1)
     raise AssertionError("the state never came")
+
+
+def test_the_ladder_command_plays_a_round_among_the_bots_online(world):
+    names = {"online-a": MINIMAX, "online-b": MINIMAX, "online-c": RANDOM}
+    runners = {name: Runner(Api(world[0].url, make_bot(world, name).read_text().strip()),
+                            load_move(program)) for name, program in names.items()}
+    tokens.append(OPERATOR)
+    for runner in runners.values():
+        threading.Thread(target=runner.run, args=(300,), daemon=True).start()
+    try:
+        # Exactly these are online (a program that died shows offline once a ping fails).
+        wait_for(lambda: {n for n, b in bots(world).items() if b["online"]} == set(names), 90)
+        before = {name: bots(world)[name]["vs_bots"] for name in names}
+        refused = cli("ladder", "--server", world[0].url, "--games", "2",
+                      env={"TTT_OPERATOR_TOKEN": "not-the-operator"})
+        assert refused.returncode == 1 and "operator" in refused.stderr
+        done = cli("ladder", "--server", world[0].url, "--games", "2", "--timeout", "240",
+                   env={"TTT_OPERATOR_TOKEN": OPERATOR})
+        assert done.returncode == 0, done.stderr
+    finally:
+        for runner in runners.values():
+            runner.stop()
+    result = json.loads(done.stdout)
+    mine = {entry["bot"]: entry for entry in result["round"]}
+    assert set(mine) == set(names) and result["games"] == 6 and result["skipped"] == 0
+    for name, entry in mine.items():  # each pair twice, one game a side
+        assert entry["wins"] + entry["draws"] + entry["losses"] == 4, entry
+        assert runners[name].tally.games == 4  # the bot's own runner played every one
+        after = bots(world)[name]["vs_bots"]
+        assert sum(after.values()) - sum(before[name].values()) == 4
+    assert mine["online-a"]["losses"] == mine["online-b"]["losses"] == 0
+    assert mine["online-c"]["wins"] == 0 and mine["online-c"]["losses"] >= 1
+    assert mine["online-c"]["rating"] < mine["online-c"]["rating_before"] == 1500
+    assert mine["online-a"]["rating"] > 1500 and mine["online-b"]["rating"] > 1500
+    assert {b["name"]: b["rating"] for b in result["ladder"]}["online-c"] == mine[
+        "online-c"]["rating"]
 
 
 def test_minimax_never_loses_twenty_classic_games_against_perfect(world):
@@ -176,10 +219,33 @@ def test_a_bot_that_answers_late_loses_on_time(world):
     assert bots(world)["sleepy"]["vs_ai"]["classic"]["easy"]["losses"] == 1
 
 
+def test_a_person_makes_bots_on_the_site_and_their_tokens_play(world):
+    server = world[0]
+    person = requests.Session()
+    person.get(server.url + "/bots/new", timeout=10).raise_for_status()
+    page = person.post(server.url + "/bots/new", data={"name": "webmade", "about": "from a form"},
+                       headers={"Origin": server.url}, timeout=10)
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    token = re.search(r'id="bot-token"[^>]*value="([^"]+)"', page.text, re.S).group(1)
+    assert f"--server {server.url} --token-file" in page.text
+    made = person.post(server.url + "/api/bots", json={"name": "jsonmade"}, timeout=10).json()
+    tokens.extend([token, made["token"]])
+    assert Api(server.url, token).account()["bot"]["name"] == "webmade"
+    assert Api(server.url, made["token"]).account()["bot"]["name"] == "jsonmade"
+    taken = person.post(server.url + "/api/bots", json={"name": "WEBMADE"}, timeout=10)
+    assert taken.status_code == 409
+    revoked = person.post(server.url + "/bot/jsonmade/revoke", headers={"Origin": server.url},
+                          timeout=10, allow_redirects=False)
+    assert revoked.status_code == 303
+    with pytest.raises(Unauthorized):
+        Api(server.url, made["token"]).account()
+
+
 def test_no_token_reaches_the_server_log(world):
-    assert len(tokens) >= 6  # the tests above ran first and made their bots
+    assert len(tokens) >= 9  # the tests above ran first and made their bots
     log = world[2].read_text()
     assert "/api/bot/game/" in log  # the log is there and has the bots' calls
+    assert "/bots/new" in log and "/api/ladder/game" in log
     for token in tokens:
         assert token not in log
     assert "Bearer" not in log

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -69,3 +70,39 @@ def test_a_person_plays_the_bot_from_its_page_and_never_beats_it(open_page, bot_
     # and the bot's page still offers another.
     page.goto("/bots")
     expect(page.get_by_role("link", name=re.compile("minimax"))).to_be_visible()
+
+
+def test_a_person_makes_a_bot_sees_its_token_once_and_finds_it_on_the_ladder(open_page,
+                                                                            live_server):
+    from tests.browser.test_a11y import audit
+
+    name = f"web-{secrets.token_hex(4)}"  # the live server lives for the whole run
+    page = open_page(path="/bots")
+    page.get_by_role("link", name="Make a bot").first.click()
+    expect(page).to_have_url(re.compile(r"/bots/new$"))
+    problems: list[str] = []
+    audit(page, "the form", problems)
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("About it").fill("Made in a browser.")
+    with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        page.get_by_role("button", name="Make the bot").click()
+    assert posted.value.status == 200 and posted.value.headers["cache-control"] == "no-store"
+    expect(page.get_by_role("heading", level=1)).to_contain_text(f"{name} is made")
+    token = page.get_by_label("Token").input_value()
+    assert len(token) >= 43
+    expect(page.locator(".bot-command")).to_have_text(
+        f"python -m ttt bot run mybot.py --server {live_server} --token-file mybot.token")
+    audit(page, "the token", problems)
+    assert problems == []
+    assert Api(live_server, token).account()["bot"]["name"] == name  # the token plays
+    # Shown once: the ladder lists the bot, its page shows it to its owner; no token anywhere.
+    page.goto("/bots")
+    page.get_by_role("link", name=re.compile(name)).click()
+    expect(page.locator(".bot-about")).to_have_text("Made in a browser.")
+    expect(page.locator(".bot-online")).to_have_text("Offline: its program is not connected")
+    assert token not in page.content()
+    page.get_by_text("Revoke this bot").click()
+    page.get_by_role("button", name=f"Revoke {name}").click()
+    expect(page).to_have_url(re.compile(r"/bots$"))
+    expect(page.get_by_role("link", name=re.compile(name))).to_have_count(0)
+    assert token not in page.content()

@@ -83,6 +83,7 @@ class Bot:
     token_hash: str
     about: str = ""
     owner: str = ""                  # who made it (the command line says the OS user)
+    maker: str = ""                  # the person's player id when made on the site; never shown
     created: float = 0.0
     revoked: bool = False
     rating: float = START_RATING
@@ -97,7 +98,8 @@ class Bot:
 
     def to_json(self) -> dict[str, Any]:
         return {"player": self.player, "name": self.name, "token_hash": self.token_hash,
-                "about": self.about, "owner": self.owner, "created": self.created,
+                "about": self.about, "owner": self.owner, "maker": self.maker,
+                "created": self.created,
                 "revoked": self.revoked, "rating": self.rating, "vs_bots": dict(self.vs_bots)}
 
     @classmethod

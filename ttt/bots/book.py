@@ -2,26 +2,44 @@
 
 `open_book(store)` gives the book that sits beside a game store: a dict for `memory://`,
 two tables in the same SQLite file, keys in the same Redis database. Names are unique
-case-insensitively; a bot-versus-bot game is rated once, whoever reports it first.
+case-insensitively, and the store decides it: each `add` checks the name (and the maker's
+cap of live bots) in the same step that writes the bot, so of two makers of one name at
+once exactly one wins. A bot-versus-bot game is rated once, whoever reports it first.
+`register` is the one way a bot is made, from the command line or from the site.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, Protocol
 
-from ttt.bots import Bot, BotError, elo, outcome_of
+from ttt.bots import (
+    Bot,
+    BotError,
+    check_about,
+    check_name,
+    elo,
+    hash_token,
+    new_player_id,
+    new_token,
+    outcome_of,
+)
 from ttt.store.sqlite_pool import Connections
+
+TAKEN = "that bot name is taken"
 
 
 class Book(Protocol):
     """What the API and the ladder need from bot storage."""
 
-    def add(self, bot: Bot) -> None:
-        """Keep a new bot; BotError('conflict') when its name is taken."""
+    def add(self, bot: Bot, limit: int = 0) -> None:
+        """Keep a new bot; BotError('conflict') when its name is taken (in any case), and
+        BotError('not_allowed') when its maker already has `limit` live bots (0: no cap)."""
 
     def by_name(self, name: str) -> Bot | None:
         """The bot of that name, in any case."""
@@ -48,7 +66,25 @@ class Book(Protocol):
         """Take the challenge of that game away if it was `target`'s; whether it was."""
 
 
-def _rated(x: Bot, o: Bot, winner: str | None) -> None:
+def register(book: Book, store: Any, name: Any, about: Any, owner: str, maker: str = "",
+             limit: int = 0) -> tuple[Bot, str]:
+    """Make a bot: its name and about checked, its token made, the bot kept (name unique,
+    the maker's cap checked, in one step of the book) and its seats' name set. The bot and
+    its token, which is never kept: the caller shows it once."""
+    name, about = check_name(name), check_about(about)
+    token = new_token()
+    bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
+              owner=owner, maker=maker, created=time.time())
+    book.add(bot, limit)
+    store.set_name(bot.player, name)  # the name its seats show, like a person's
+    return bot, token
+
+
+def too_many_bots(limit: int) -> BotError:
+    return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
+
+
+def apply_result(x: Bot, o: Bot, winner: str | None) -> None:
     """Apply one game's result to both bots (in place)."""
     score = 0.5 if winner is None else 1.0 if winner == "X" else 0.0
     x.rating, o.rating = elo(x.rating, o.rating, score)
@@ -79,10 +115,13 @@ class MemoryBook:
             del self._offers[game_id]
             return True
 
-    def add(self, bot: Bot) -> None:
+    def add(self, bot: Bot, limit: int = 0) -> None:
         with self._lock:
             if any(b.name.lower() == bot.name.lower() for b in self._bots.values()):
-                raise BotError("conflict", "that bot name is taken")
+                raise BotError("conflict", TAKEN)
+            if limit and bot.maker and sum(b.maker == bot.maker and not b.revoked
+                                           for b in self._bots.values()) >= limit:
+                raise too_many_bots(limit)
             self._bots[bot.player] = Bot.from_json(bot.to_json())
 
     def _find(self, test) -> Bot | None:
@@ -117,7 +156,7 @@ class MemoryBook:
             if game_id in self._rated or x not in self._bots or o not in self._bots or x == o:
                 return False
             self._rated.add(game_id)
-            _rated(self._bots[x], self._bots[o], winner)
+            apply_result(self._bots[x], self._bots[o], winner)
             return True
 
 
@@ -149,14 +188,32 @@ class SqliteBook:
             row = conn.execute(f"SELECT body FROM bots WHERE {where} = ?", (value,)).fetchone()
         return Bot.from_json(json.loads(row[0])) if row else None
 
-    def add(self, bot: Bot) -> None:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection in a write transaction (BEGIN IMMEDIATE: writers take turns, across
+        processes too), committed after the block, rolled back if it raises."""
         with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def add(self, bot: Bot, limit: int = 0) -> None:
+        # The name's UNIQUE index decides a race; the cap is counted in the same transaction.
+        with self._transaction() as conn:
+            if limit and bot.maker and conn.execute(
+                    "SELECT COUNT(*) FROM bots WHERE json_extract(body, '$.maker') = ? "
+                    "AND json_extract(body, '$.revoked') = 0", (bot.maker,)).fetchone()[0] >= limit:
+                raise too_many_bots(limit)
             try:
                 conn.execute("INSERT INTO bots (player, name_key, token_hash, body) "
                              "VALUES (?, ?, ?, ?)", (bot.player, bot.name.lower(),
                                                      bot.token_hash, json.dumps(bot.to_json())))
             except sqlite3.IntegrityError:
-                raise BotError("conflict", "that bot name is taken") from None
+                raise BotError("conflict", TAKEN) from None
 
     def offer(self, game_id: str, target: str) -> None:
         with self._conn() as conn:
@@ -188,142 +245,28 @@ class SqliteBook:
                      (json.dumps(bot.to_json()), bot.player))
 
     def revoke(self, name: str) -> bool:
-        with self._conn() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute("SELECT body FROM bots WHERE name_key = ?",
-                                   (name.lower(),)).fetchone()
-                if row:
-                    bot = Bot.from_json(json.loads(row[0]))
-                    bot.revoked = True
-                    self._write(conn, bot)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._transaction() as conn:
+            row = conn.execute("SELECT body FROM bots WHERE name_key = ?",
+                               (name.lower(),)).fetchone()
+            if row:
+                bot = Bot.from_json(json.loads(row[0]))
+                bot.revoked = True
+                self._write(conn, bot)
         return row is not None
 
     def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
-        with self._conn() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                bots = {p: conn.execute("SELECT body FROM bots WHERE player = ?",
-                                        (p,)).fetchone() for p in (x, o)}
-                if x == o or None in bots.values() or conn.execute(
-                        "INSERT OR IGNORE INTO bot_games (id) VALUES (?)",
-                        (game_id,)).rowcount != 1:
-                    conn.execute("ROLLBACK")
-                    return False
-                bx, bo = (Bot.from_json(json.loads(bots[p][0])) for p in (x, o))
-                _rated(bx, bo, winner)
-                self._write(conn, bx)
-                self._write(conn, bo)
-                conn.execute("COMMIT")
-                return True
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-
-
-class RedisBook:
-    """Bots in the game store's Redis database: one JSON string per bot and two indexes."""
-
-    PREFIX = "ttt:bot:"
-
-    def __init__(self, url: str) -> None:
-        import redis
-
-        self._redis_errors = (redis.WatchError,)
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
-                                          socket_connect_timeout=2)
-
-    def _key(self, kind: str, value: str) -> str:
-        return f"{self.PREFIX}{kind}:{value}"
-
-    def _get(self, player: str | None) -> Bot | None:
-        body = self.redis.get(self._key("id", player)) if player else None
-        return Bot.from_json(json.loads(body)) if body else None
-
-    def add(self, bot: Bot) -> None:
-        # The name index is claimed first, atomically: two makers of one name cannot both win.
-        if not self.redis.set(self._key("name", bot.name.lower()), bot.player, nx=True):
-            raise BotError("conflict", "that bot name is taken")
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(self._key("id", bot.player), json.dumps(bot.to_json()))
-        pipe.set(self._key("token", bot.token_hash), bot.player)
-        pipe.sadd(f"{self.PREFIX}all", bot.player)
-        pipe.execute()
-
-    def offer(self, game_id: str, target: str) -> None:
-        self.redis.set(self._key("challenge", game_id), target, ex=86400)
-
-    def answer(self, game_id: str, target: str) -> bool:
-        # Compare-and-delete in one step: of two answers, one wins.
-        return bool(self.redis.eval(
-            "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
-            "end return 0", 1, self._key("challenge", game_id), target))
-
-    def by_name(self, name: str) -> Bot | None:
-        return self._get(self.redis.get(self._key("name", name.lower())))
-
-    def by_token(self, token_hash: str) -> Bot | None:
-        return self._get(self.redis.get(self._key("token", token_hash)))
-
-    def by_player(self, player: str) -> Bot | None:
-        return self._get(player)
-
-    def all(self) -> list[Bot]:
-        bots = [self._get(p) for p in self.redis.smembers(f"{self.PREFIX}all")]
-        return sorted((b for b in bots if b), key=lambda b: b.name.lower())
-
-    def _change(self, players: list[str], change) -> Any:
-        """Apply `change(bots)` to these bots under WATCH, retried when someone got in first."""
-        keys = [self._key("id", p) for p in players]
-        for _ in range(20):
-            with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    pipe.watch(*keys)
-                    bodies = [pipe.get(k) for k in keys]
-                    bots = [Bot.from_json(json.loads(b)) if b else None for b in bodies]
-                    result = change(pipe, bots)
-                    if not result:
-                        return result
-                    pipe.multi()
-                    for key, bot in zip(keys, bots, strict=True):
-                        pipe.set(key, json.dumps(bot.to_json()))
-                    pipe.execute()
-                    return result
-                except self._redis_errors:
-                    continue
-        raise RuntimeError("too much contention on a bot")
-
-    def revoke(self, name: str) -> bool:
-        player = self.redis.get(self._key("name", name.lower()))
-        if not player:
-            return False
-
-        def change(pipe, bots):
-            if bots[0] is None:
-                return False
-            bots[0].revoked = True
+        with self._transaction() as conn:
+            bots = {p: conn.execute("SELECT body FROM bots WHERE player = ?",
+                                    (p,)).fetchone() for p in (x, o)}
+            if x == o or None in bots.values() or conn.execute(
+                    "INSERT OR IGNORE INTO bot_games (id) VALUES (?)",
+                    (game_id,)).rowcount != 1:
+                return False  # nothing written: the commit is empty
+            bx, bo = (Bot.from_json(json.loads(bots[p][0])) for p in (x, o))
+            apply_result(bx, bo, winner)
+            self._write(conn, bx)
+            self._write(conn, bo)
             return True
-
-        return self._change([player], change)
-
-    def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
-        if x == o:
-            return False
-        # Claimed first: of all the processes that see the game end, one rates it.
-        if not self.redis.set(f"{self.PREFIX}game:{game_id}", 1, nx=True, ex=30 * 24 * 3600):
-            return False
-
-        def change(pipe, bots):
-            if None in bots:
-                return False
-            _rated(bots[0], bots[1], winner)
-            return True
-
-        return self._change([x, o], change)
 
 
 def open_book(store: Any) -> Book:
@@ -333,5 +276,7 @@ def open_book(store: Any) -> Book:
     if kind == "SqliteStore":
         return SqliteBook(store.path)
     if kind == "RedisStore":
+        from ttt.bots.redis_book import RedisBook
+
         return RedisBook(store.url)
     return MemoryBook()

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from ttt.bots import Bot, BotError, check_about, check_name, hash_token, new_player_id, new_token
+from ttt.bots import BotError
 from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,15 +35,12 @@ def _book(args: argparse.Namespace):
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    name, about = check_name(args.name), check_about(args.about)
+    from ttt.bots.book import register
+
     store, book = _book(args)
-    token = new_token()
-    bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
-              owner=args.owner if args.owner is not None else getpass.getuser(),
-              created=time.time())
-    book.add(bot)
-    store.set_name(bot.player, name)  # the name its seats show, like a person's
-    print(f"made bot {name}; its token (shown once, keep it in a file only you can read):",
+    bot, token = register(book, store, args.name, args.about,
+                          owner=args.owner if args.owner is not None else getpass.getuser())
+    print(f"made bot {bot.name}; its token (shown once, keep it in a file only you can read):",
           file=sys.stderr)
     print(token)
     return 0
@@ -84,7 +81,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_ladder(args: argparse.Namespace) -> int:
     """A round among the given bots (PROGRAM=TOKEN_FILE): every pair plays --games games,
-    each bot starting half of them, all bots answering challenges meanwhile."""
+    each bot starting half of them, all bots answering challenges meanwhile. With no
+    programs, a round among the bots online on the server (the operator's token)."""
+    if not args.bots:
+        return online_ladder(args)
     entries = []
     for entry in args.bots:
         program, _, token_file = entry.partition("=")
@@ -116,6 +116,22 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
+def online_ladder(args: argparse.Namespace) -> int:
+    """A round among the bots online, started with TTT_OPERATOR_TOKEN (ttt.bots.rounds)."""
+    from ttt.bots.rounds import ladder_round
+
+    token = os.environ.get("TTT_OPERATOR_TOKEN", "").strip()
+    if not token:
+        print("ttt: error: a round among the bots online needs the server's operator token "
+              "in TTT_OPERATOR_TOKEN (or give PROGRAM=TOKEN_FILE pairs)", file=sys.stderr)
+        return 2
+    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    summary = ladder_round(args.server, token, args.games or 2, args.variant, args.parallel,
+                           args.timeout or 3600.0, log)
+    print(json.dumps(summary))
+    return 1 if summary["error"] else 0
+
+
 def add_parser(sub) -> None:
     """The `bot` sub-command and its own sub-commands."""
     bot = sub.add_parser("bot", help="make, revoke and run bots (docs/bots.md)")
@@ -134,8 +150,9 @@ def add_parser(sub) -> None:
     listing.set_defaults(run=_guarded(cmd_list))
     run = cmds.add_parser("run", help="play a bot program (defines move(game) -> int)")
     run.add_argument("bot", help="the bot's Python file")
-    ladder = cmds.add_parser("ladder", help="a round of games between the given bots")
-    ladder.add_argument("bots", nargs="+", metavar="PROGRAM=TOKEN_FILE")
+    ladder = cmds.add_parser("ladder", help="a round of games between the given bots, or "
+                                            "(no programs) among the bots online")
+    ladder.add_argument("bots", nargs="*", metavar="PROGRAM=TOKEN_FILE")
     for p in (run, ladder):
         p.add_argument("--server", default="http://127.0.0.1:5000")
         p.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
@@ -144,7 +161,10 @@ def add_parser(sub) -> None:
     run.add_argument("--token-file", required=True)
     run.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
     run.add_argument("--parallel", type=int, default=1, help="games at once")
-    run.add_argument("--quiet", action="store_true")
+    ladder.add_argument("--parallel", type=int, default=None,
+                        help="online round: live games a bot sits in at once (the server's cap)")
+    for p in (run, ladder):
+        p.add_argument("--quiet", action="store_true")
     run.set_defaults(run=_guarded(cmd_run))
     ladder.set_defaults(run=_guarded(cmd_ladder))
 

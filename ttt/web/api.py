@@ -45,7 +45,7 @@ def referee(app: Flask, store: Any) -> Referee:
 
 def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
     """Register the API and the bot pages; hand every push to the bots' hub."""
-    from ttt.web import botpages
+    from ttt.web import botmaking, botpages, ladder
 
     hub = Hub(socketio, table, app.extensions["ttt_bots_book"])
     socketio.ttt_bots = hub  # emit_all hands pushes to it
@@ -53,6 +53,8 @@ def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
     app.config.setdefault("TTT_BOT_MAX_GAMES", MAX_GAMES)
     app.register_blueprint(bp)
     app.register_blueprint(botpages.bp)
+    app.register_blueprint(botmaking.bp)
+    app.register_blueprint(ladder.bp)
     return hub
 
 
@@ -87,17 +89,22 @@ def authenticated(view):
         if bot is None or bot.revoked:
             return answer(refusal("unauthorized", "no valid bot token: send "
                                                   "'Authorization: Bearer <token>'"))
-        try:
-            return view(bot, *args, **kwargs)
-        except (BotError, MatchError) as error:
-            return answer(refusal(error.code, error.message))
-        except StoreUnavailable:
-            return answer(refusal("unavailable", "the game store is unavailable; retry"))
-        except Exception:  # a bug: one line in the log (never the request's headers)
-            log.exception("bot call %s failed", request.path.rsplit("/", 1)[-1])
-            return answer(refusal("internal", "something went wrong on the server"))
+        return guarded(view, bot, *args, **kwargs)
 
     return wrapper
+
+
+def guarded(view, *args: Any, **kwargs: Any):
+    """The view's answer, or its refusal as JSON with its HTTP status."""
+    try:
+        return view(*args, **kwargs)
+    except (BotError, MatchError) as error:
+        return answer(refusal(error.code, error.message))
+    except StoreUnavailable:
+        return answer(refusal("unavailable", "the game store is unavailable; retry"))
+    except Exception:  # a bug: one line in the log (never the request's headers)
+        log.exception("bot call %s failed", request.path.rsplit("/", 1)[-1])
+        return answer(refusal("internal", "something went wrong on the server"))
 
 
 MAX_BODY = 4096
@@ -259,7 +266,8 @@ def account(bot: Bot):
 
 @bp.get("/api/bots")
 def bots():
-    """Every bot with its record against each AI level, against bots, and its rating."""
+    """Every bot with its record against each AI level, against bots, its rating and whether
+    it is online (its stream open, in any process)."""
     return jsonify({"ok": True, "bots": [card(b) for b in book().all()]})
 
 

@@ -14,7 +14,7 @@ from ttt.match import SIDES
 from ttt.table import refusal, valid_id
 from ttt.web.api import answer, book, card, connect, opponent_bot, run, seat_from, table
 from ttt.web.events import client_address
-from ttt.web.pages import ensure_player
+from ttt.web.pages import ensure_player, from_this_site
 
 bp = Blueprint("bots_pages", __name__)
 
@@ -38,8 +38,10 @@ def ladder():
 
 @bp.get("/bot/<name>")
 def bot_page(name: str):
-    ensure_player()
-    return render_template("bot.html", bot=card(_bot_or_404(name)), error=None)
+    person = ensure_player()
+    bot = _bot_or_404(name)
+    return render_template("bot.html", bot=card(bot), error=None,
+                           mine=bool(bot.maker) and bot.maker == person)
 
 
 def give_seat(person: str, game_id: str, opponent: str) -> dict:
@@ -60,6 +62,8 @@ def give_seat(person: str, game_id: str, opponent: str) -> dict:
 @bp.post("/bot/<name>/play")
 def play(name: str):
     """'Play this bot': a friend game made for this person, the bot in the other seat."""
+    if not from_this_site():
+        abort(403, description="this form is only taken from this site's own pages")
     bot = _bot_or_404(name)
     person = ensure_player()
     variant = request.form.get("variant", "classic")

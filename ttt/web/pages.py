@@ -6,6 +6,7 @@ import gzip
 import io
 import re
 import secrets
+from urllib.parse import urlsplit
 
 import segno
 from flask import (
@@ -47,6 +48,34 @@ def ensure_player() -> str:
         session["pid"] = player
     session.permanent = True
     return player
+
+
+def site_url() -> str:
+    """This site's address for people to copy: TTT_PUBLIC_URL, else as the request reached us
+    (the scheme a trusted proxy forwarded, the Host)."""
+    public = current_app.config.get("TTT_PUBLIC_URL")
+    if public:
+        return public.rstrip("/")
+    scheme = request.scheme
+    if request.remote_addr in current_app.config["TTT_TRUSTED_PROXIES"]:
+        scheme = request.headers.get("X-Forwarded-Proto", scheme).split(",")[0].strip()
+    return f"{scheme}://{request.host}"
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def from_this_site(required: bool = True) -> bool:
+    """Whether a POST came from this site's own pages: its Origin (or, lacking one, its
+    Referer) is this site's. Browsers send Origin with every form POST, so a cross-site form
+    is refused; `required=False` lets a request with neither through (a script's JSON)."""
+    source = request.headers.get("Origin") or request.headers.get("Referer")
+    if not source:
+        return not required
+    return source != "null" and _origin(source) in {_origin(site_url()),
+                                                      _origin(request.host_url)}
 
 
 @bp.after_app_request

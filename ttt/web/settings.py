@@ -15,6 +15,10 @@ from flask import Flask
 OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
 
+#: The shortest operator token taken: "CHANGE-ME" left in the env template is refused.
+MIN_OPERATOR_TOKEN = 16
+
+
 #: Every setting and its default; the environment (TTT_...) and the caller override them.
 DEFAULTS: dict[str, Any] = dict(
     TTT_STORE=None,
@@ -40,6 +44,9 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_AI_WORKERS=None,               # search processes: None, the cores but one; 0 inline
     TTT_AI_QUEUE=None,                 # redis://...: searches go to `python -m ttt worker`s
     TTT_AI_QUEUE_MAX=None,             # queued evaluations before `busy` (4 per worker)
+    TTT_BOT_CREATE_RATE=10.0,          # bots made on the site an hour, per person and address
+    TTT_BOT_MAX_PER_PERSON=5,          # live (unrevoked) bots a person may have made there
+    TTT_OPERATOR_TOKEN=None,           # bearer token of the operator's endpoints (ladder)
     SESSION_COOKIE_HTTPONLY=True,
     SESSION_COOKIE_SAMESITE="Lax",
     SESSION_COOKIE_SECURE=False,
@@ -65,6 +72,11 @@ def init_app(app: Flask, config: dict[str, Any] | None = None) -> None:
         Path(app.instance_path).mkdir(parents=True, exist_ok=True)
         app.config["TTT_STORE"] = f"sqlite:///{Path(app.instance_path) / 'ttt.sqlite3'}"
 
+    operator = app.config["TTT_OPERATOR_TOKEN"]
+    if operator and len(operator) < MIN_OPERATOR_TOKEN:  # a placeholder left in, or a guess
+        raise ValueError(f"TTT_OPERATOR_TOKEN must have at least {MIN_OPERATOR_TOKEN} "
+                         "characters (python3 -c 'import secrets; print(secrets.token_hex(32))')")
+
     trusted = app.config["TTT_TRUSTED_PROXIES"]
     if isinstance(trusted, str):
         app.config["TTT_TRUSTED_PROXIES"] = frozenset(a.strip() for a in trusted.split(",")
@@ -75,16 +87,17 @@ def _env_config() -> dict[str, Any]:
     env = os.environ
     config: dict[str, Any] = {}
     for key in ("TTT_STORE", "TTT_MESSAGE_QUEUE", "TTT_PUBLIC_URL", "TTT_AI_QUEUE",
-                "TTT_METRICS_TOKEN", "TTT_METRICS_BIND"):
+                "TTT_METRICS_TOKEN", "TTT_METRICS_BIND", "TTT_OPERATOR_TOKEN"):
         if env.get(key):
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
-    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS"):
+    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS",
+                "TTT_BOT_CREATE_RATE"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
-                "TTT_BOT_MAX_GAMES", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
+                "TTT_BOT_MAX_GAMES", "TTT_BOT_MAX_PER_PERSON", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
                 "TTT_MAX_CONNECTIONS", "TTT_MAX_CONNECTIONS_PER_ADDRESS",
                 "TTT_MAX_OPEN_CONNECTIONS"):
         if env.get(key):
