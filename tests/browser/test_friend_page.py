@@ -347,3 +347,15 @@ def test_a_timed_game_shows_the_clock_and_ends_on_time(open_page, device):
     expect(status(watcher)).to_have_text("You are watching — O wins on time")
     expect(host.locator("#player-x")).not_to_have_class(re.compile("is-ticking"))
     assert problems == [], "\n".join(problems)
+
+
+def test_a_timed_seat_shows_the_whole_name_beside_its_clock_on_a_320_px_phone(open_page):
+    small = {"viewport": {"width": 320, "height": 568}, "has_touch": True, "is_mobile": True}
+    host, _ = host_friend_game(open_page, small)
+    choose(host, "clock", "30")
+    expect(host.locator("#player-x .player-clock")).to_have_text("0:30")
+    name = host.locator("#player-x .player-name")
+    expect(name).to_have_text("You")
+    # The seat holds the mark, the name, the clock and the pencil: "You", not "Y…".
+    whole = name.evaluate("(element) => element.scrollWidth <= element.clientWidth")
+    assert whole, "the player's own name is cut short beside the clock"
