@@ -29,6 +29,7 @@ from ttt.bots import Bot, BotError, check_about, check_name
 from ttt.bots.book import register
 from ttt.table import refusal
 from ttt.web.api import STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site, site_url
 
@@ -115,12 +116,7 @@ def revoke(name: str):
     """The owner revokes a bot made on the site, as `python -m ttt bot revoke` does."""
     if not from_this_site():
         abort(403, description=CROSS_SITE)
-    try:
-        bot = book().by_name(check_name(name))
-    except BotError:
-        bot = None
-    if bot is None or bot.revoked:
-        abort(404, description="There is no bot of that name.")
+    bot = bot_or_404(name)
     if not bot.maker or bot.maker != ensure_player():
         abort(403, description="Only the person who made a bot can revoke it.")
     book().revoke(bot.name)

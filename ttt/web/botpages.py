@@ -19,7 +19,8 @@ from ttt.web.pages import ensure_player, from_this_site
 bp = Blueprint("bots_pages", __name__)
 
 
-def _bot_or_404(name: str) -> Bot:
+def bot_or_404(name: str) -> Bot:
+    """The bot of that name, or a 404 page (none, or revoked)."""
     try:
         found = book().by_name(check_name(name))
     except BotError:
@@ -39,7 +40,7 @@ def ladder():
 @bp.get("/bot/<name>")
 def bot_page(name: str):
     person = ensure_player()
-    bot = _bot_or_404(name)
+    bot = bot_or_404(name)
     return render_template("bot.html", bot=card(bot), error=None,
                            mine=bool(bot.maker) and bot.maker == person)
 
@@ -64,7 +65,7 @@ def play(name: str):
     """'Play this bot': a friend game made for this person, the bot in the other seat."""
     if not from_this_site():
         abort(403, description="this form is only taken from this site's own pages")
-    bot = _bot_or_404(name)
+    bot = bot_or_404(name)
     person = ensure_player()
     variant = request.form.get("variant", "classic")
     you = request.form.get("you", "X")
