@@ -52,7 +52,7 @@ def test_the_form_makes_a_bot_and_shows_its_token_once(app):
     assert len(token) >= 43
     assert ("python -m ttt bot run mybot.py --server http://localhost --token-file "
             "mybot.token") in html
-    assert "docs/bots.md" in html
+    assert 'href="/bots/guide"' in html and 'href="/bots/sdk.py"' in html
     assert ann.get("/api/bot/account", headers=auth(token)).get_json()["bot"]["name"] == "webby"
     # Nowhere else: not on its page, the ladder, the form, nor the listing.
     for path in ("/bot/webby", "/bots", "/bots/new", "/api/bots"):

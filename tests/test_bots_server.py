@@ -250,3 +250,24 @@ def test_no_token_reaches_the_server_log(world):
         assert token not in log
     assert "Bearer" not in log
     assert "Traceback" not in log
+
+
+def test_the_site_serves_the_sdk_as_one_file_that_plays_with_the_standard_library_alone(
+        world, tmp_path):
+    server = world[0]
+    guide = requests.get(server.url + "/bots/guide", timeout=10)
+    assert guide.status_code == 200 and guide.headers["Content-Type"].startswith("text/plain")
+    assert guide.text.startswith("# Write a bot in five minutes")
+    sdk = requests.get(server.url + "/bots/sdk.py", timeout=10)
+    assert sdk.status_code == 200 and "attachment" in sdk.headers["Content-Disposition"]
+    (tmp_path / "sdk.py").write_bytes(sdk.content)
+    (tmp_path / "mybot.py").write_text(Path(MINIMAX).read_text())
+    token = make_bot(world, "downloaded")
+    # -S: no site-packages (no ttt, nothing pip installed); -I: no PYTHONPATH, no cwd tricks.
+    done = subprocess.run([PY, "-I", "-S", "sdk.py", "mybot.py", "--server", server.url,
+                           "--token-file", str(token), "--games", "2", "--opponent",
+                           "ai:perfect", "--quiet"], cwd=tmp_path, text=True,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert (result["games"], result["losses"], result["error"]) == (2, 0, None), result

@@ -90,8 +90,12 @@ def test_a_person_makes_a_bot_sees_its_token_once_and_finds_it_on_the_ladder(ope
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"{name} is made")
     token = page.get_by_label("Token").input_value()
     assert len(token) >= 43
-    expect(page.locator(".bot-command")).to_have_text(
+    expect(page.locator(".bot-command").first).to_have_text(
         f"python -m ttt bot run mybot.py --server {live_server} --token-file mybot.token")
+    # Or, without ttt's source, the one-file client the site serves.
+    expect(page.locator(".bot-command").nth(1)).to_have_text(
+        f"python sdk.py mybot.py --server {live_server} --token-file mybot.token")
+    expect(page.get_by_role("link", name="sdk.py")).to_have_attribute("href", "/bots/sdk.py")
     audit(page, "the token", problems)
     assert problems == []
     assert Api(live_server, token).account()["bot"]["name"] == name  # the token plays

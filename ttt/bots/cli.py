@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ttt.bots import BotError
-from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
+from ttt.bots.sdk import Api, Runner, Unauthorized, add_run_arguments, load_move, run_bot
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,19 +64,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _token(path: str) -> str:
     return Path(path).read_text().strip()
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    api = Api(args.server, _token(args.token_file))
-    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    runner = Runner(api, load_move(args.bot), games=args.games, opponent=args.opponent,
-                    variant=args.variant, parallel=args.parallel, log=log)
-    tally = runner.run(timeout=args.timeout)
-    print(json.dumps({"games": tally.games, "wins": tally.wins, "draws": tally.draws,
-                      "losses": tally.losses, "aborted": tally.aborted,
-                      "reasons": tally.reasons, "reconnects": runner.reconnects,
-                      "error": runner.error}))
-    return 1 if runner.error else 0
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:
@@ -149,23 +136,18 @@ def add_parser(sub) -> None:
     revoke.set_defaults(run=_guarded(cmd_revoke))
     listing.set_defaults(run=_guarded(cmd_list))
     run = cmds.add_parser("run", help="play a bot program (defines move(game) -> int)")
-    run.add_argument("bot", help="the bot's Python file")
+    add_run_arguments(run)  # the SDK's own options: `python sdk.py` takes the same
+    run.set_defaults(run=_guarded(run_bot))
     ladder = cmds.add_parser("ladder", help="a round of games between the given bots, or "
                                             "(no programs) among the bots online")
     ladder.add_argument("bots", nargs="*", metavar="PROGRAM=TOKEN_FILE")
-    for p in (run, ladder):
-        p.add_argument("--server", default="http://127.0.0.1:5000")
-        p.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
-        p.add_argument("--games", type=int, default=0)
-        p.add_argument("--timeout", type=float, default=None, help="stop after this many s")
-    run.add_argument("--token-file", required=True)
-    run.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
-    run.add_argument("--parallel", type=int, default=1, help="games at once")
+    ladder.add_argument("--server", default="http://127.0.0.1:5000")
+    ladder.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
+    ladder.add_argument("--games", type=int, default=0)
+    ladder.add_argument("--timeout", type=float, default=None, help="stop after this many s")
     ladder.add_argument("--parallel", type=int, default=None,
                         help="online round: live games a bot sits in at once (the server's cap)")
-    for p in (run, ladder):
-        p.add_argument("--quiet", action="store_true")
-    run.set_defaults(run=_guarded(cmd_run))
+    ladder.add_argument("--quiet", action="store_true")
     ladder.set_defaults(run=_guarded(cmd_ladder))
 
 

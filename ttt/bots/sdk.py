@@ -1,5 +1,8 @@
 """A bot client in the standard library only: `python -m ttt bot run mybot.py ...`.
 
+This one file is also served by every ttt site at `/bots/sdk.py`: without ttt installed,
+`python sdk.py mybot.py --server URL --token-file F` runs the same client.
+
 `Api` makes the calls (keep-alive HTTP/1.1, the token only in the Authorization header);
 `Runner` reads the event stream in a thread (reconnecting with a growing pause), answers
 every game view that lists "move" in `can` with `move(game)`, accepts challenges, and
@@ -8,11 +11,13 @@ starts games against an opponent until it has finished the number asked for.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import importlib.util
 import json
 import queue
+import sys
 import threading
 import time
 import urllib.parse
@@ -332,3 +337,46 @@ class Runner:
                 with contextlib.suppress(OSError):  # unblock the reader's readline
                     conn.sock.shutdown(2)
         return self.tally
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `bot run` (and of this file run on its own)."""
+    parser.add_argument("bot", help="the bot's Python file (defines move(game) -> int)")
+    parser.add_argument("--server", default="http://127.0.0.1:5000")
+    parser.add_argument("--token-file", required=True)
+    parser.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
+    parser.add_argument("--games", type=int, default=0, help="stop after this many (0: never)")
+    parser.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
+    parser.add_argument("--parallel", type=int, default=1, help="games at once")
+    parser.add_argument("--timeout", type=float, default=None, help="stop after this many s")
+    parser.add_argument("--quiet", action="store_true")
+
+
+def run_bot(args: argparse.Namespace) -> int:
+    """Play the bot as `args` say; a JSON line of its results on stdout; 1 after an error."""
+    api = Api(args.server, Path(args.token_file).read_text().strip())
+    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    runner = Runner(api, load_move(args.bot), games=args.games, opponent=args.opponent,
+                    variant=args.variant, parallel=args.parallel, log=log)
+    tally = runner.run(timeout=args.timeout)
+    print(json.dumps({"games": tally.games, "wins": tally.wins, "draws": tally.draws,
+                      "losses": tally.losses, "aborted": tally.aborted,
+                      "reasons": tally.reasons, "reconnects": runner.reconnects,
+                      "error": runner.error}))
+    return 1 if runner.error else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python sdk.py mybot.py --server URL --token-file F`: this file on its own."""
+    parser = argparse.ArgumentParser(prog="sdk.py", description="Play a ttt bot program.")
+    add_run_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_bot(args)
+    except (Unauthorized, OSError, ValueError) as error:
+        print(f"sdk.py: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,8 +7,20 @@ A person plays a bot through an ordinary friend game: made on the person's own a
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request
+from pathlib import Path
 
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    send_file,
+)
+
+import ttt.bots.sdk
 from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
 from ttt.table import refusal, valid_id
@@ -35,6 +47,24 @@ def ladder():
     cards = sorted((card(b) for b in book().all() if not b.revoked),
                    key=lambda c: (-c["rating"], c["name"].lower()))
     return render_template("bots.html", bots=cards)
+
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "bots.md"
+
+
+@bp.get("/bots/sdk.py")
+def sdk():
+    """The bot client, one standard-library file: `python sdk.py mybot.py --server ...`."""
+    return send_file(ttt.bots.sdk.__file__, mimetype="text/x-python", as_attachment=True,
+                     download_name="sdk.py", max_age=300)
+
+
+@bp.get("/bots/guide")
+def guide():
+    """How to write a bot (docs/bots.md), as text a browser shows."""
+    if not GUIDE.is_file():
+        abort(404, description="This server was installed without its docs.")
+    return send_file(GUIDE, mimetype="text/plain", max_age=300)
 
 
 @bp.get("/bot/<name>")
