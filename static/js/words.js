@@ -105,7 +105,8 @@ export function describe(game, you) {
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
     // waited for; one who went away mid-game disconnected.
     if (!game.online[other]) {
-      return game.moves.length > (game.start ?? 0) ? `${Friend} disconnected` : `Waiting for ${friendName(game, you)}`;
+      const started = game.moves.length > (game.start ?? 0);
+      return started ? `${Friend} disconnected` : `Waiting for ${friendName(game, you)}`;
     }
   }
   if (game.turn === you) return `Your turn${whereWords(game)}`;

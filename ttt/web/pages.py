@@ -153,14 +153,13 @@ def game(game_id: str):
 def qr(game_id: str):
     if not GAME_ID.fullmatch(game_id):
         abort(404)
-    # The link in the picture comes from TTT_PUBLIC_URL when the operator set it. Otherwise
-    # it is built from the request's Host, which a client chooses: such an answer is never
-    # marked public, so no shared cache hands one client's Host to everybody.
-    public = current_app.config.get("TTT_PUBLIC_URL")
-    base = public.rstrip("/") + "/" if public else request.host_url
+    # The link in the picture is site_url(): TTT_PUBLIC_URL when the operator set it, else
+    # built from the request's Host, which a client chooses: such an answer is never marked
+    # public, so no shared cache hands one client's Host to everybody.
     out = io.BytesIO()
-    segno.make(f"{base}g/{game_id}", error="m").save(
+    segno.make(f"{site_url()}/g/{game_id}", error="m").save(
         out, kind="svg", scale=6, border=2, xmldecl=False, svgns=True, dark="#111", light="#fff")
+    public = current_app.config.get("TTT_PUBLIC_URL")
     cache = "public, max-age=86400" if public else "private, max-age=86400"
     return out.getvalue(), 200, {"Content-Type": "image/svg+xml", "Cache-Control": cache}
 
