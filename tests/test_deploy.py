@@ -8,25 +8,46 @@ from __future__ import annotations
 import gc
 import re
 import shutil
+import socket
+import statistics
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import requests
+import websocket
 
-from tests.servers import RedisServer, Remote, close_all, need_binary
-from tests.stack import METRICS_TOKEN, Gunicorn, Nginx, player
+from tests.servers import ROOT, RedisServer, Remote, close_all, free_port, need_binary
+from tests.stack import (
+    DEPLOY,
+    METRICS_TOKEN,
+    Gunicorn,
+    LimitedApp,
+    Nginx,
+    answer_ms,
+    player,
+    shipped,
+)
+from ttt.web import settings
+
+UNIT = DEPLOY / "ttt@.service"
 
 pytestmark = [pytest.mark.deploy, pytest.mark.server, pytest.mark.redis]
 
 DRAW = [0, 4, 1, 2, 6, 3, 5, 8, 7]  # a whole game, nine moves, no line
 
 
+def nginx_binary() -> str:
+    # /usr/sbin may be off a non-root PATH.
+    return need_binary("nginx" if shutil.which("nginx") else "/usr/sbin/nginx")
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """redis + two gunicorn processes + nginx; everything stopped whatever happens."""
-    # /usr/sbin may be off a non-root PATH.
-    nginx_binary = need_binary("nginx" if shutil.which("nginx") else "/usr/sbin/nginx")
     redis_binary = need_binary("redis-server")
     work = tmp_path_factory.mktemp("deploy")
     started: list = []
@@ -39,11 +60,12 @@ def stack(tmp_path_factory):
                # every simulated player shares 127.0.0.1: lift the per-address limits
                "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000"}
         backends = []
+        nofile = int(shipped(UNIT, "LimitNOFILE"))  # as systemd would start them
         for i in (1, 2):
-            backends.append(Gunicorn(env, work / f"gunicorn{i}.log"))
+            backends.append(Gunicorn(env, work / f"gunicorn{i}.log", nofile=nofile))
             started.append(backends[-1])
             backends[-1].start()
-        nginx = Nginx(nginx_binary, work / "nginx", [b.port for b in backends])
+        nginx = Nginx(nginx_binary(), work / "nginx", [b.port for b in backends])
         started.append(nginx)
         yield nginx, backends, work
     finally:
@@ -300,3 +322,181 @@ def play_through_a_restart(pairs: list, backend: Gunicorn) -> tuple[dict[str, li
         t.join(120)
     assert not errors, errors[0]
     return logs, terminated
+
+
+# --- descriptors: what the shipped files promise, and a process at its limit (issue 27) --------
+
+MAIN = DEPLOY / "nginx-main.conf"
+NOFILE = 256  # a small limit, so that a test fills it in seconds
+
+
+def test_the_shipped_files_add_up():
+    """The unit's descriptors give the app its documented cap, gunicorn accepts a little more,
+    and one nginx worker holds every process's cap twice (client side and upstream side)."""
+    nofile = int(shipped(UNIT, "LimitNOFILE"))
+    cap = settings.open_connection_cap(nofile, "gevent")
+    assert cap == settings.OPEN_CONNECTIONS["gevent"] == 2000, (nofile, cap)
+    gunicorn_text = (DEPLOY / "gunicorn.conf.py").read_text()
+    accepts = int(re.search(r"worker_connections = min\((\d+),", gunicorn_text).group(1))
+    assert cap < min(accepts, settings.connection_cap(nofile)) <= nofile, accepts
+    processes = len(re.findall(r"^\s*server 127\.0\.0\.1:\d+ ", (DEPLOY / "nginx.conf")
+                               .read_text(), re.M))
+    assert processes == 2
+    site = processes * cap                                      # websockets the site holds
+    worker_connections = int(shipped(MAIN, "worker_connections"))
+    assert worker_connections >= 2 * site * 1.25, worker_connections  # both sides + a quarter
+    assert int(shipped(MAIN, "worker_rlimit_nofile")) >= 2 * worker_connections
+    # Debian's stock 768 (and the test's former own 1,024) would not do: the file is used.
+    assert "worker_connections" not in (DEPLOY / "nginx.conf").read_text()
+    # The unit: ready means ready, the AI workers drain, the instance folder is optional.
+    assert shipped(UNIT, "KillMode") == "mixed"
+    assert shipped(UNIT, "ReadWritePaths") == "-/srv/ttt/instance"
+    assert "rolling_restart.py --wait-ready %i" in shipped(UNIT, "ExecStartPost")
+    # The nginx values that marked a healthy process down are gone.
+    upstream = (DEPLOY / "nginx.conf").read_text()
+    assert "fail_timeout" not in re.sub(r"#.*", "", upstream)
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    for figure in ("LimitNOFILE=8192", "worker_connections 10240", "worker_rlimit_nofile 20480"):
+        assert figure in docs, figure
+
+
+def test_systemd_analyze_verifies_the_unit(tmp_path):
+    """The unit as shipped, with only its paths pointed at this checkout: no error, no
+    warning (a misspelt value is only a warning there, so stderr must be empty too)."""
+    analyze = need_binary("systemd-analyze")
+    venv = Path(sys.executable).parent
+    (tmp_path / "ttt.env").write_text("TTT_SECRET_KEY=x\n")
+    text = (UNIT.read_text()
+            .replace("/srv/ttt/.venv/bin/", f"{venv}/")
+            .replace("WorkingDirectory=/srv/ttt", f"WorkingDirectory={ROOT}")
+            .replace("EnvironmentFile=/etc/ttt/ttt.env", f"EnvironmentFile={tmp_path / 'ttt.env'}"))
+    assert "/srv/ttt/.venv" not in text
+    unit = tmp_path / "ttt@5001.service"
+    unit.write_text(text)
+    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+def limited_env(tmp_path: Path) -> dict[str, str]:
+    return {"TTT_STORE": f"sqlite:///{tmp_path / 'ttt.sqlite3'}", "TTT_SECRET_KEY": "fd-test",
+            "TTT_TRUSTED_PROXIES": "127.0.0.1", "TTT_HELLO_SECONDS": "60", "TTT_AI_WORKERS": "0",
+            "TTT_METRICS_TOKEN": METRICS_TOKEN, "TTT_HEADER_SECONDS": "3"}
+
+
+def quick(url: str, tries: int = 9) -> float:
+    """The median of `tries` answers' milliseconds, each on a fresh connection; each must be
+    200. A median, not every one: on a busy shared machine one answer may wait for a core."""
+    times = []
+    for _ in range(tries):
+        status, ms = answer_ms(url)
+        assert status == 200, status
+        times.append(ms)
+    return statistics.median(times)
+
+
+def test_a_process_under_256_descriptors_refuses_past_its_cap_and_stays_healthy(tmp_path):
+    """Its cap derived from 256 descriptors: the connection past it gets 503 (counted, logged
+    once) while /healthz answers within 100 ms. Before, the process took connections until
+    accept() failed (EMFILE) and then answered nobody."""
+    from bench.common import fetch_cookie, raise_nofile
+    from bench.flood import Holder
+
+    raise_nofile()
+    cap = settings.open_connection_cap(NOFILE, "threading")
+    assert 100 < cap < NOFILE - settings.RESERVED_DESCRIPTORS
+    server = LimitedApp(NOFILE, limited_env(tmp_path), tmp_path / "server.log")
+    holder = Holder(server.url)
+    try:
+        cookies = [fetch_cookie(server.url) for _ in range(-(-cap // 8))]  # 8 per player
+        for i in range(cap):
+            assert holder.open(cookies[i // 8], "10.27.0.1"), (i, holder.refused, holder.failed)
+        ws_url = server.url.replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket"
+        for _ in range(3):
+            with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+                websocket.create_connection(ws_url, timeout=10, header=[
+                    "X-Forwarded-For: 10.27.0.2", f"Cookie: session={cookies[0]}"])
+            assert refused.value.status_code == 503
+        median = quick(server.url + "/healthz")
+        assert holder.alive() == cap
+        print(f"{cap} websockets held at 256 descriptors; /healthz median {median:.1f} ms")
+        assert median < 100, median
+        metrics = requests.get(server.url + "/metrics", timeout=10,
+                               headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+        full = re.search(r'^ttt_connections_refused_total\{reason="full"\} (\S+)$', metrics,
+                         re.M)
+        assert full and float(full.group(1)) >= 3, metrics[-2000:]
+    finally:
+        holder.close()
+        server.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert log.count("full: refusing") == 1, log[-3000:]
+    assert "Too many open files" not in log and "Traceback" not in log, log[-3000:]
+
+
+def test_a_slowloris_from_one_address_does_not_stop_healthz(tmp_path):
+    """More half-sent requests from one address than the process has descriptors: past a
+    few they are refused at once (503, no thread), the rest closed at the header deadline
+    (3 s here), and /healthz from another address answers throughout."""
+    from bench.common import raise_nofile
+    from ttt.web.serving import WAITING_PER_ADDRESS
+
+    raise_nofile()
+    server = LimitedApp(NOFILE, limited_env(tmp_path), tmp_path / "server.log")
+    half: list[socket.socket] = []
+    try:
+        for _ in range(NOFILE + 100):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            half.append(s)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: ttt\r\nX-Slow: ")
+        median = quick(server.url + "/healthz")
+        print(f"{len(half)} half-sent requests; /healthz median {median:.1f} ms")
+        assert median < 100, median
+        refused = closed = 0
+        deadline = time.monotonic() + 3 + 60
+        for s in half:
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            data = s.recv(64)  # a timeout here fails the test: a connection kept for good
+            if data.startswith(b"HTTP/1.1 503"):
+                refused += 1
+            elif data == b"":
+                closed += 1
+        assert refused >= len(half) - WAITING_PER_ADDRESS and refused + closed == len(half), (
+            refused, closed)
+        assert quick(server.url + "/healthz") < 100
+    finally:
+        for s in half:
+            s.close()
+        server.stop()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+# --- readiness, the maintenance page, the rolling restart (issue 27) ---------------------------
+
+def test_readyz_says_starting_serving_and_draining(app, client):
+    drain = app.extensions["ttt_drain"]
+    answer = client.get("/readyz")
+    assert answer.status_code == 503 and answer.json == {"ready": False, "state": "starting"}
+    drain.serving = True
+    answer = client.get("/readyz")
+    assert answer.status_code == 200 and answer.json == {"ready": True}
+    assert answer.headers["Cache-Control"] == "no-store"
+    drain.stopping = True  # the SIGTERM handler's first step
+    answer = client.get("/readyz")
+    assert answer.status_code == 503 and answer.json == {"ready": False, "state": "draining"}
+    assert client.get("/healthz").status_code == 200  # alive all along: liveness apart
+
+
+def test_every_process_down_gives_the_maintenance_page(tmp_path):
+    """Nothing listens behind the front: 503 with Retry-After and a page saying so, not
+    nginx's bare 502."""
+    nginx = Nginx(nginx_binary(), tmp_path / "nginx", [free_port(), free_port()])
+    try:
+        for path in ("/", "/healthz", "/socket.io/?EIO=4&transport=polling"):
+            answer = requests.get(nginx.url + path, timeout=30)
+            assert answer.status_code == 503, (path, answer.status_code)
+            assert answer.headers["Retry-After"] == "10"
+            assert "Back in a moment" in answer.text
+    finally:
+        nginx.stop()
