@@ -500,3 +500,113 @@ def test_every_process_down_gives_the_maintenance_page(tmp_path):
             assert "Back in a moment" in answer.text
     finally:
         nginx.stop()
+
+
+class FrontPoller:
+    """GET /healthz and the page through the front every 100 ms, as several clients (each its
+    own sticky key, so both processes are asked): every answer's status, or the error."""
+
+    def __init__(self, url: str, clients: int = 4) -> None:
+        self.url = url
+        self.answers: list[tuple[str, int | str, float]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._poll, args=(f"poller{i}",), daemon=True)
+                         for i in range(clients)]
+        for t in self._threads:
+            t.start()
+
+    def _poll(self, key: str) -> None:
+        headers = {"Cookie": f"session={key}"}  # the front hashes it; the app makes its own
+        for turn in range(10_000):  # bounded: 100 ms apart, far beyond the test's length
+            if self._stop.is_set():
+                return
+            path = ("/healthz", "/")[turn % 2]
+            started = time.monotonic()
+            try:
+                status: int | str = requests.get(self.url + path, headers=headers,
+                                                 timeout=60).status_code
+            except requests.RequestException as error:
+                status = type(error).__name__
+            self.answers.append((path, status, time.monotonic() - started))
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(70)
+
+    def bad(self) -> list:
+        return [a for a in self.answers if not (isinstance(a[1], int) and 200 <= a[1] < 300)]
+
+
+def test_a_rolling_restart_shows_no_error_at_the_front(stack):
+    """Both processes restarted one after the other as docs/deploy.md says (deploy/
+    rolling_restart.py, each gated on /readyz; `systemctl restart` becomes SIGTERM, wait for
+    the drain, start again), while 20 timed games play through nginx and /healthz and the
+    page are asked every 100 ms: no answer but 2xx, no move lost or doubled."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rolling_restart",
+                                                  DEPLOY / "rolling_restart.py")
+    rolling = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rolling)
+    nginx, backends, work = stack
+    by_port = {b.port: b for b in backends}
+    made: list[Remote] = []
+    settle(backends, 0)
+    poller = FrontPoller(nginx.url)
+    try:
+        pairs = start_games(nginx.url, ["websocket"], made)
+        settle(backends, len(made))
+        assert min(connections(b) for b in backends) > 0
+        marks = [(work / f"gunicorn{i}.log").stat().st_size for i in (1, 2)]
+        gates = [threading.Barrier(len(pairs) + 1), threading.Event(), threading.Event()]
+        logs: dict[str, list] = {gid: [] for gid, _, _ in pairs}
+        errors: list[BaseException] = []
+
+        def play(game_id: str, x: Remote, o: Remote) -> None:
+            try:
+                for ply, cell in enumerate(DRAW, start=1):
+                    if ply == 4:  # moves 4-6 while the first process restarts
+                        gates[0].wait(120)
+                        gates[1].wait(120)
+                    if ply == 7:  # moves 7-9 while the second one does
+                        gates[2].wait(300)
+                    land(x if ply % 2 else o, game_id, ply, cell, logs[game_id])
+            except BaseException as error:
+                errors.append(error)
+                gates[0].abort()
+
+        def restart(port: int) -> None:
+            """`systemctl restart ttt@PORT` of a Type=simple unit: stop (SIGTERM, the drain,
+            the exit), then start, returning before the process serves."""
+            (gates[1] if port == backends[0].port else gates[2]).set()
+            by_port[port].stop(timeout=40)
+            by_port[port].launch()
+
+        threads = [threading.Thread(target=play, args=pair, daemon=True) for pair in pairs]
+        for t in threads:
+            t.start()
+        gates[0].wait(120)
+        rolling.roll([b.port for b in backends], restart, timeout=90, settle=2)
+        for t in threads:
+            t.join(120)
+        assert not errors, errors[0]
+        for game_id, x, _ in pairs:
+            final = settled(x, game_id)
+            assert final["moves"] == DRAW and final["status"] == "draw", final
+            plies = [ply for _, ply, _ in logs[game_id]]
+            assert plies == list(range(1, len(DRAW) + 1)), logs[game_id]  # each once, in order
+        for i, mark in zip((1, 2), marks, strict=True):
+            text = (work / f"gunicorn{i}.log").read_bytes()[mark:].decode()
+            assert "drained:" in text and "graceful timeout" not in text.lower(), text[-2000:]
+    finally:
+        poller.stop()
+        close_all(made)
+        del made
+        gc.collect()
+    slowest = max(seconds for _, _, seconds in poller.answers)
+    print(f"rolling restart: {len(poller.answers)} answers through the front, "
+          f"{len(poller.bad())} not 2xx, slowest {slowest:.2f} s")
+    assert len(poller.answers) > 100
+    assert not poller.bad(), poller.bad()[:10]
