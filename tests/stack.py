@@ -16,6 +16,7 @@ import socketio
 from tests.servers import ROOT, Remote, free_port
 
 DEPLOY = ROOT / "deploy"
+UNIT = DEPLOY / "ttt@.service"
 METRICS_TOKEN = "deploy-test-metrics-token"
 
 
@@ -126,13 +127,14 @@ def shipped(path: Path, name: str) -> str:
 class Nginx:
     """nginx in the foreground with a generated conf, its pid and logs in a folder."""
 
-    def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
+    def __init__(self, binary: str, workdir: Path, upstreams: list[int],
+                 main: Path = DEPLOY / "nginx-main.conf") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir))
+        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir, main))
         with open(workdir / "stderr.log", "wb") as err:
             self.proc = subprocess.Popen(
                 [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log"),
