@@ -439,7 +439,7 @@ def test_a_slowloris_from_one_address_does_not_stop_healthz(tmp_path):
     few they are refused at once (503, no thread), the rest closed at the header deadline
     (3 s here), and /healthz from another address answers throughout."""
     from bench.common import raise_nofile
-    from ttt.web.serving import WAITING_PER_ADDRESS
+    from ttt.web.serving import waiting_cap
 
     raise_nofile()
     server = LimitedApp(NOFILE, limited_env(tmp_path), tmp_path / "server.log")
@@ -462,8 +462,9 @@ def test_a_slowloris_from_one_address_does_not_stop_healthz(tmp_path):
                 refused += 1
             elif data == b"":
                 closed += 1
-        assert refused >= len(half) - WAITING_PER_ADDRESS and refused + closed == len(half), (
-            refused, closed)
+        waiting = waiting_cap(settings.connection_cap(NOFILE))
+        assert refused >= len(half) - waiting and refused + closed == len(half), (
+            refused, closed, waiting)
         assert quick(server.url + "/healthz") < 100
     finally:
         for s in half:
@@ -539,6 +540,8 @@ class FrontPoller:
         return [a for a in self.answers if not (isinstance(a[1], int) and 200 <= a[1] < 300)]
 
 
+@pytest.mark.filterwarnings(  # the polling client's leak, as above, collected in this test
+    "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning")
 def test_a_rolling_restart_shows_no_error_at_the_front(stack):
     """Both processes restarted one after the other as docs/deploy.md says (deploy/
     rolling_restart.py, each gated on /readyz; `systemctl restart` becomes SIGTERM, wait for

@@ -7,7 +7,8 @@ out of descriptors and answered nobody, /healthz included. Here, before any thre
 
 - at most `cap` connections open in all (derived from the descriptor limit, like the
   Socket.IO cap: settings.connection_cap), and
-- at most `waiting_per_address` connections from one address still sending their headers;
+- at most `waiting_per_address` connections from one address still sending their headers
+  (a quarter of `cap`, 256 at most);
 
 past either, a `503` is written at once and the socket closed, no thread started. A
 connection gets `header_seconds` to send each request's line and headers (a keep-alive
@@ -27,9 +28,17 @@ log = logging.getLogger("ttt.serving")
 
 #: Seconds a connection has to send a request's line and headers.
 HEADER_SECONDS = 10.0
-#: Connections of one address still sending their headers: a browser opens six at once; a
-#: proxy in front (nginx) sends whole headers, so its connections never wait here long.
-WAITING_PER_ADDRESS = 64
+#: Connections of one address still sending their headers, at most: a browser opens six at
+#: once, a proxy in front (nginx) sends whole headers, but a load test's clients on one
+#: machine may connect by the hundred while the threads that read them wait for a core.
+WAITING_PER_ADDRESS = 256
+
+
+def waiting_cap(cap: int) -> int:
+    """Connections one address may have still sending headers: a quarter of the server's
+    cap, so that one address's half-sent requests never fill it (WAITING_PER_ADDRESS at
+    most)."""
+    return max(8, min(WAITING_PER_ADDRESS, cap // 4))
 
 REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
            b"Content-Length: 41\r\nRetry-After: 10\r\nCache-Control: no-store\r\n"
@@ -60,11 +69,11 @@ class BoundedServer(ThreadedWSGIServer):
 
     def __init__(self, host: str, port: int, app: Any, *, cap: int,
                  header_seconds: float = HEADER_SECONDS,
-                 waiting_per_address: int = WAITING_PER_ADDRESS) -> None:
+                 waiting_per_address: int | None = None) -> None:
         super().__init__(host, port, app, BoundedHandler)
         self.cap = cap
         self.header_seconds = header_seconds
-        self.waiting_per_address = waiting_per_address
+        self.waiting_per_address = waiting_per_address or waiting_cap(cap)
         self.open = 0                                   # connections with a thread now
         self.refused = 0
         self._waiting: dict[str, int] = {}              # address -> still sending headers
