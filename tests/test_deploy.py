@@ -395,17 +395,22 @@ def quick(url: str, tries: int = 9) -> float:
     return statistics.median(times)
 
 
-def test_a_process_under_256_descriptors_refuses_past_its_cap_and_stays_healthy(tmp_path):
+@pytest.mark.parametrize("mode", ["threading", "gevent"])
+def test_a_process_under_256_descriptors_refuses_past_its_cap_and_stays_healthy(tmp_path, mode):
     """Its cap derived from 256 descriptors: the connection past it gets 503 (counted, logged
     once) while /healthz answers within 100 ms. Before, the process took connections until
-    accept() failed (EMFILE) and then answered nobody."""
+    accept() failed (EMFILE) and then answered nobody. `python app.py` and gunicorn + gevent
+    (deploy/gunicorn.conf.py), each under `prlimit --nofile=256`."""
     from bench.common import fetch_cookie, raise_nofile
     from bench.flood import Holder
 
     raise_nofile()
-    cap = settings.open_connection_cap(NOFILE, "threading")
+    cap = settings.open_connection_cap(NOFILE, mode)
     assert 100 < cap < NOFILE - settings.RESERVED_DESCRIPTORS
-    server = LimitedApp(NOFILE, limited_env(tmp_path), tmp_path / "server.log")
+    if mode == "threading":
+        server = LimitedApp(NOFILE, limited_env(tmp_path), tmp_path / "server.log")
+    else:
+        server = Gunicorn(limited_env(tmp_path), tmp_path / "server.log", nofile=NOFILE).start()
     holder = Holder(server.url)
     try:
         cookies = [fetch_cookie(server.url) for _ in range(-(-cap // 8))]  # 8 per player
