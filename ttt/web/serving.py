@@ -133,6 +133,7 @@ class BoundedServer(ThreadedWSGIServer):
         try:
             request.setblocking(False)  # never wait on a client that does not read
             request.send(REFUSAL)
+            request.recv(65536)  # what it sent already: closing over unread bytes is a reset
         except OSError:
             pass
         self.shutdown_request(request)
