@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server bench-flood bench-scrape capacity load system clean
+.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -69,6 +69,11 @@ capacity: $(STAMP)
 # and gevent, an honest player's p99 beside it; ARGS="--hold 500,1000,2000" for what one holds.
 bench-flood: $(STAMP)
 	$(PY) -m bench.flood $(ARGS)
+
+# 1,800 websockets from 10 loopback addresses through deploy/'s nginx to two gunicorn processes
+# under the unit's LimitNOFILE (needs redis-server, nginx); ARGS="--stock" for the old limits.
+bench-front: $(STAMP) system
+	$(PY) -m bench.front $(ARGS)
 
 # gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
 bench-deploy: $(STAMP) system

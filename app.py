@@ -8,17 +8,8 @@ import os
 import signal
 import threading
 
-from werkzeug.serving import WSGIRequestHandler
-
-from ttt.web import create_app, get_socketio, housekeeping
-
-
-class NoDelayHandler(WSGIRequestHandler):
-    """Werkzeug's request handler with Nagle's algorithm off (TCP_NODELAY). With it on, a
-    person's answer written just after a push that another thread (a bot's HTTP call) wrote
-    to the same websocket waited for the client's delayed ACK: 20-40 ms a move, 0.8 without."""
-
-    disable_nagle_algorithm = True
+from ttt.web import create_app, get_socketio, housekeeping, settings
+from ttt.web.serving import BoundedServer
 
 
 def main() -> None:
@@ -42,16 +33,19 @@ def main() -> None:
 def serve_until_term(app, host: str, port: int) -> None:
     """The Werkzeug server (threads + simple-websocket, fine for one process) until SIGTERM
     or Ctrl-C; then stop accepting, drain (ttt.web.drain) and return."""
-    from werkzeug.serving import make_server
-
-    # What socketio.run does, with a handle to stop it.
-    server = make_server(host, port, app, threaded=True, request_handler=NoDelayHandler)
+    # What socketio.run does, with a handle to stop it, and bounds (ttt/web/serving.py).
+    server = BoundedServer(host, port, app,
+                           cap=settings.connection_cap(settings.descriptor_limit()),
+                           header_seconds=float(os.environ.get("TTT_HEADER_SECONDS", "10")))
+    drain = app.extensions["ttt_drain"]
 
     def stop(signum, frame) -> None:
+        drain.stopping = True  # /readyz: "draining"
         threading.Thread(target=server.shutdown, daemon=True).start()  # ends serve_forever
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    drain.serving = True  # /readyz: ready
     server.serve_forever()
     server.server_close()  # refuse new connections: clients go elsewhere or retry
     app.extensions["ttt_drain"].run(float(os.environ.get("TTT_DRAIN_SECONDS", "20")))

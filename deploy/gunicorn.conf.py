@@ -20,7 +20,14 @@ os.environ.setdefault("TTT_ASYNC_MODE", "gevent")
 # a site with N ports holds N times as many. Past it, new connections wait in the backlog.
 # Just above TTT_MAX_OPEN_CONNECTIONS (2000 under gevent, measured by bench/flood.py: README
 # "Floods"), so the application answers a flood with 503 before gunicorn stops accepting.
-worker_connections = 2100
+# Fewer when the descriptor limit (the unit's LimitNOFILE) would run out first: past it the
+# process could accept nothing, /healthz included ("Too many open files").
+try:
+    from ttt.web.settings import connection_cap, descriptor_limit
+
+    worker_connections = min(2100, connection_cap(descriptor_limit()))
+except ImportError:  # gunicorn run from another folder: the documented value
+    worker_connections = 2100
 
 # A websocket is one long request: never let gunicorn's worker timeout cut it. The gevent
 # worker keeps notifying the master while it runs, so `timeout` only catches a hung process.

@@ -16,26 +16,35 @@ import socketio
 from tests.servers import ROOT, Remote, free_port
 
 DEPLOY = ROOT / "deploy"
+UNIT = DEPLOY / "ttt@.service"
 METRICS_TOKEN = "deploy-test-metrics-token"
 
 
 class Gunicorn:
     """One `gunicorn -c deploy/gunicorn.conf.py` process on a loopback port."""
 
-    def __init__(self, env: dict[str, str], log: Path, port: int | None = None) -> None:
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None,
+                 nofile: int | None = None) -> None:
         self.port = port or free_port()
+        # Under the unit's descriptor limit (prlimit), as systemd would start it.
+        self.prefix = ["prlimit", f"--nofile={nofile}:{nofile}"] if nofile else []
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
         self.log = log
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 90) -> Gunicorn:
+    def launch(self) -> None:
+        """Start the process and return at once (as `systemctl start` of a Type=simple unit)."""
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-c", str(DEPLOY / "gunicorn.conf.py"),
-                 "-b", f"127.0.0.1:{self.port}"],
+                [*self.prefix, sys.executable, "-m", "gunicorn", "-c",
+                 str(DEPLOY / "gunicorn.conf.py"), "-b", f"127.0.0.1:{self.port}"],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL)
+
+    def start(self, timeout: float = 90) -> Gunicorn:
+        self.launch()
+        assert self.proc is not None
         wait_healthy(self.url, self.proc, timeout)
         return self
 
@@ -74,8 +83,11 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"{url} did not become healthy")
 
 
-def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path) -> str:
-    """A whole nginx.conf around deploy/nginx.conf, with only ports and paths changed."""
+def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path,
+               main: Path = DEPLOY / "nginx-main.conf") -> str:
+    """deploy/nginx-main.conf with deploy/nginx.conf in place of its conf.d include, with only
+    ports and paths changed (the sizes, worker_connections and worker_rlimit_nofile, as
+    shipped)."""
     text = site.read_text()
     default_ports = re.findall(r"server 127\.0\.0\.1:(\d+)", text)
     assert len(default_ports) == len(upstreams), "deploy/nginx.conf lists the processes"
@@ -84,23 +96,45 @@ def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path) -> 
     text = re.sub(r"^(\s*)listen 80;", rf"\1listen 127.0.0.1:{listen};", text, flags=re.M)
     temp = "\n".join(f"    {kind}_temp_path {workdir / kind};"
                      for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    whole = main.read_text()
     # As root the workers would drop to `nobody`, who cannot write the test's folders.
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    return (f"{user}worker_processes 1;\nevents {{ worker_connections 1024; }}\n"
-            "http {\n    log_format upstream '$request $status $upstream_addr $ttt_sticky';\n"
-            f"    access_log {workdir / 'access.log'} upstream;\n{temp}\n{text}\n}}\n")
+    user = "user root;" if os.geteuid() == 0 else ""
+    changes = [  # each line replaced whole, by text taken literally
+        (r"^user .*;$", user),
+        (r"^pid .*;$", ""),  # given on the command line
+        (r"^error_log .*;$", f"error_log {workdir / 'error.log'};"),
+        (r"^include /etc/nginx/modules-enabled/\*\.conf;$", ""),
+        (r"^\s*access_log .*;$",
+         "    log_format upstream '$request $status $upstream_addr $ttt_sticky';\n"
+         f"    access_log {workdir / 'access.log'} upstream;\n{temp}"),
+        (r"^\s*include /etc/nginx/conf\.d/\*\.conf;$", text),
+    ]
+    if not Path("/etc/nginx/mime.types").exists():
+        changes.append((r"^\s*include /etc/nginx/mime\.types;$", ""))
+    for pattern, replacement in changes:
+        whole, count = re.subn(pattern, lambda _, r=replacement: r, whole, count=1, flags=re.M)
+        assert count == 1, f"deploy/nginx-main.conf: no line {pattern}"
+    return whole
+
+
+def shipped(path: Path, name: str) -> str:
+    """The value of a directive (`name value;`) or setting (`Name=value`) in a shipped file."""
+    found = re.search(rf"^\s*{re.escape(name)}\s*[= ]\s*([^;#\n]+)", path.read_text(), re.M)
+    assert found, f"{path.name}: no {name}"
+    return found.group(1).strip()
 
 
 class Nginx:
     """nginx in the foreground with a generated conf, its pid and logs in a folder."""
 
-    def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
+    def __init__(self, binary: str, workdir: Path, upstreams: list[int],
+                 main: Path = DEPLOY / "nginx-main.conf") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir))
+        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir, main))
         with open(workdir / "stderr.log", "wb") as err:
             self.proc = subprocess.Popen(
                 [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log"),
@@ -158,3 +192,52 @@ def player(url: str, transports: list[str], reconnect: bool = False) -> Remote:
     remote.close = close  # type: ignore[method-assign]
     remote.sio.connect(url, transports=transports, wait_timeout=10)
     return remote
+
+
+class LimitedApp:
+    """`python app.py` (the threaded server) under `prlimit --nofile=N`, as under a unit's
+    LimitNOFILE."""
+
+    def __init__(self, nofile: int, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+        self.log = log
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(
+                ["prlimit", f"--nofile={nofile}:{nofile}", sys.executable,
+                 str(ROOT / "app.py"), "--port", str(self.port)],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        try:
+            wait_healthy(self.url, self.proc, 90)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def answer_ms(url: str, source: str = "127.0.0.1", timeout: float = 10) -> tuple[int, float]:
+    """One GET on a fresh connection from `source`: its status and milliseconds."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout,
+                                      source_address=(source, 0))
+    try:
+        conn.request("GET", parts.path or "/")
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status, (time.perf_counter() - started) * 1000
+    finally:
+        conn.close()

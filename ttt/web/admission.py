@@ -20,12 +20,18 @@ gate together is still cut at the cap there.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
 StartResponse = Callable[..., Any]
+
+log = logging.getLogger("ttt.admission")
+
+FULL = "503 Service Unavailable", "the server is full; try again in a moment"
+TOO_MANY = "429 Too Many Requests", "too many connections from your address"
 
 
 def address_of(environ: dict, trusted: frozenset[str]) -> str:
@@ -52,7 +58,8 @@ class Admission:
     def __init__(self, wsgi_app: Callable, *, trusted: frozenset[str], per_address: int,
                  max_open: int, held: Callable[[str], int] | None = None,
                  origin: Callable[[str], str | None] = lambda a: a,
-                 path: str = "/socket.io/") -> None:
+                 path: str = "/socket.io/",
+                 counted: Callable[[str], None] = lambda reason: None) -> None:
         self.wsgi_app = wsgi_app
         self.trusted = trusted
         self.per_address = per_address     # 0: no cap
@@ -64,6 +71,8 @@ class Admission:
         self._open: dict[str, int] = {}
         self.total = 0                     # requests in flight now
         self.refused = 0                   # refused since the start
+        self.counted = counted             # each refusal's reason: "full" or "address"
+        self._full_told = False            # the "full" warning is logged once per episode
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if not (environ.get("PATH_INFO") or "").startswith(self.path):
@@ -72,10 +81,11 @@ class Admission:
         refusal = self._enter(address)
         if refusal is None and self._handshake(environ) and self._held_too_many(address):
             self._leave(address)
-            refusal = "429 Too Many Requests", "too many connections from your address"
+            refusal = TOO_MANY
         if refusal is not None:
             with self._lock:
                 self.refused += 1
+            self.counted("full" if refusal is FULL else "address")
             return self._refuse(start_response, *refusal)
         try:
             # A websocket (or a long poll) returns only when it ends: in flight meanwhile.
@@ -86,10 +96,19 @@ class Admission:
     def _enter(self, address: str) -> tuple[str, str] | None:
         with self._lock:
             if self.max_open and self.total >= self.max_open:
-                return "503 Service Unavailable", "the server is full; try again in a moment"
+                if not self._full_told:
+                    self._full_told = True
+                    log.warning("full: refusing connections past %d in flight "
+                                "(TTT_MAX_OPEN_CONNECTIONS, derived from the descriptor "
+                                "limit unless set); ttt_connections_refused_total counts "
+                                "them", self.max_open)
+                return FULL
+            if self._full_told and self.total < self.max_open * 0.9:
+                self._full_told = False  # the episode is over: tell the next one
+                log.info("no longer full: %d connections in flight", self.total)
             here = self._open.get(address, 0)
             if self.per_address and here >= self.per_address:
-                return "429 Too Many Requests", "too many connections from your address"
+                return TOO_MANY
             self._open[address] = here + 1
             self.total += 1
             return None

@@ -38,7 +38,16 @@ class Drain:
         self.busy: dict[str, int] = {}    # sid -> events in flight
         self.closing: set[str] = set()    # sids being closed: their events are refused
         self.draining = False
+        self.serving = False              # set once the process serves (housekeeping runs)
+        self.stopping = False             # set by the SIGTERM handler, before the drain runs
         self._lock = threading.Lock()
+
+    @property
+    def state(self) -> str:
+        """For /readyz: "starting", "serving" or "draining"."""
+        if self.draining or self.stopping:
+            return "draining"
+        return "serving" if self.serving else "starting"
 
     def watch(self, name: str, handler: Callable[..., dict]) -> Callable[..., dict]:
         """The handler, counted in flight, measured and logged."""
@@ -136,6 +145,7 @@ def on_gunicorn_worker(worker: Any, timeout: float) -> None:
 
     def on_term(signum: int, frame: Any) -> None:
         worker.alive = False  # gunicorn's own handler: close the listener, wait for requests
+        drain.stopping = True  # /readyz says "draining" from now on
         if not drain.draining:
             gevent.spawn(drain.run, timeout, True)
 

@@ -75,6 +75,9 @@ class Metrics:
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
+        self.refused_connections = Counter(
+            "ttt_connections_refused", "Connections refused at the door, by reason (full: the "
+            "process's cap; address: one address's cap).", ["reason"], registry=r)
         r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE)))
 
     def watch_live(self, connections: Callable[[], tuple[int, int]],

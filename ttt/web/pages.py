@@ -217,3 +217,21 @@ def healthz():
     if get_store().ping():
         return jsonify(ok=True)
     return jsonify(ok=False, error="store unavailable"), 503
+
+
+@bp.get("/readyz")
+def readyz():
+    """Readiness, apart from /healthz (liveness): 200 only while this process serves games;
+    503 "starting" before, "draining" once SIGTERM came (deploy/rolling_restart.py waits on
+    it before restarting the next process)."""
+    state = current_app.extensions["ttt_drain"].state
+    if state == "serving" and not get_store().ping():
+        state = "store unavailable"
+    if state != "serving":
+        answer = jsonify(ready=False, state=state)
+        answer.headers["Retry-After"] = "1"
+        answer.headers["Cache-Control"] = "no-store"
+        return answer, 503
+    answer = jsonify(ready=True)
+    answer.headers["Cache-Control"] = "no-store"
+    return answer

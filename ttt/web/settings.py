@@ -14,6 +14,35 @@ from flask import Flask
 #: threaded websocket costs about four threads, so the threaded server stops at fewer.
 OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
+#: Descriptors a process keeps for itself, whatever its clients: the listener, the store's
+#: and the message queue's connections, SQLite's files, the AI workers' pipes, the logs.
+RESERVED_DESCRIPTORS = 64
+#: Of the descriptors left past the reserve, the share Socket.IO connections may take: the
+#: rest stays free for plain requests (/healthz, /readyz, pages) while a flood is refused.
+SOCKET_SHARE = 0.75
+
+
+def descriptor_limit() -> int:
+    """This process's soft RLIMIT_NOFILE (a large number when unlimited)."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 1 << 20 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def open_connection_cap(nofile: int, mode: str) -> int:
+    """Socket.IO requests in flight a process takes with `nofile` descriptors: what it holds
+    well (OPEN_CONNECTIONS), or fewer when the descriptors would run out first. Each request
+    in flight holds one descriptor (its socket; behind nginx, nginx holds the other end)."""
+    return max(1, min(OPEN_CONNECTIONS[mode],
+                      int((nofile - RESERVED_DESCRIPTORS) * SOCKET_SHARE)))
+
+
+def connection_cap(nofile: int) -> int:
+    """Connections of every kind the threaded server holds open (and gunicorn's
+    worker_connections at most): the descriptors past the reserve."""
+    return max(1, nofile - RESERVED_DESCRIPTORS)
+
 
 #: The shortest operator token taken: "CHANGE-ME" left in the env template is refused.
 MIN_OPERATOR_TOKEN = 16
@@ -64,8 +93,9 @@ def init_app(app: Flask, config: dict[str, Any] | None = None) -> None:
         app.config["SESSION_COOKIE_NAME"] = "__Host-ttt"
     if app.config["TTT_ASYNC_MODE"] not in ("threading", "gevent"):
         raise ValueError("TTT_ASYNC_MODE must be 'threading' or 'gevent'")
-    if not app.config["TTT_MAX_OPEN_CONNECTIONS"]:
-        app.config["TTT_MAX_OPEN_CONNECTIONS"] = OPEN_CONNECTIONS[app.config["TTT_ASYNC_MODE"]]
+    if not app.config["TTT_MAX_OPEN_CONNECTIONS"]:  # derived from the descriptors it has
+        app.config["TTT_MAX_OPEN_CONNECTIONS"] = open_connection_cap(
+            descriptor_limit(), app.config["TTT_ASYNC_MODE"])
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
     if not app.config["TTT_STORE"]:

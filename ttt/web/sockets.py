@@ -75,12 +75,14 @@ def init_app(app: Flask) -> SocketIO:
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     api.install(app, socketio, table)
+    refused = app.extensions["ttt_metrics"].refused_connections
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
         app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
         per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
         max_open=app.config["TTT_MAX_OPEN_CONNECTIONS"],
-        held=app.extensions["ttt_presence"].connections_of, origin=table.origin)
+        held=app.extensions["ttt_presence"].connections_of, origin=table.origin,
+        counted=lambda reason: refused.labels(reason).inc())
     _quiet_client_errors()
     app.extensions["ttt_socketio"] = socketio
     return socketio

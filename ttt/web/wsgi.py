@@ -10,3 +10,4 @@ from ttt.web import create_app, housekeeping
 
 app = create_app()
 housekeeping.start(app)  # served: the clocks, leases, purges and waiting AI turns run
+app.extensions["ttt_drain"].serving = True  # /readyz: ready
