@@ -25,6 +25,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ttt.web.metrics import refused_connection
+
 StartResponse = Callable[..., Any]
 
 
@@ -76,6 +78,7 @@ class Admission:
         if refusal is not None:
             with self._lock:
                 self.refused += 1
+            refused_connection("full" if refusal[0].startswith("503") else "address")
             return self._refuse(start_response, *refusal)
         try:
             # A websocket (or a long poll) returns only when it ends: in flight meanwhile.
