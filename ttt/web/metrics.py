@@ -45,6 +45,7 @@ from ttt import build
 from ttt.store import KINDS, StoreUnavailable, as_update
 
 log = logging.getLogger("ttt.metrics")
+GAMES = logging.getLogger("ttt.games")  # one line per game ended by this process
 
 # Event latency in seconds: a move on loopback takes about a millisecond; an Ultimate AI
 # reply or a store under load, up to seconds.
@@ -247,6 +248,11 @@ class MeteredStore:
             before, after = changed
             if not before.is_over and after.is_over:
                 self._metrics.finished.labels(after.mode, after.variant).inc()
+                GAMES.info("game over game=%s status=%s winner=%s", after.id, after.status,
+                           after.winner or "-",
+                           extra={"game": after.id, "mode": after.mode,
+                                  "variant": after.variant, "status": after.status,
+                                  "winner": after.winner, "rev": after.rev})
             made = last[0].create
             if made is not None and after.rev != before.rev:
                 self._metrics.started.labels(made.mode, made.variant).inc()

@@ -32,16 +32,34 @@ class TextPacket(socketio_packet.Packet):
 
 
 class _NoClientTracebacks(logging.Filter):
-    """A malformed packet from a client is the client's fault: one line, never a traceback."""
+    """A malformed packet from a client is the client's fault: one line, never a traceback.
+    Any other error in a handler is ours (a KeyError during the drain was once logged as a
+    malformed packet): it keeps its name and its traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and str(record.msg).endswith("handler error"):
             error = record.exc_info[1]
-            record.msg = "refused a malformed packet: %s: %.200s"
-            record.args = (type(error).__name__, error)
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-            record.exc_info, record.exc_text = None, None
+            if _in_decode(record.exc_info[2]):
+                record.msg = "refused a malformed packet: %s: %.200s"
+                record.args = (type(error).__name__, error)
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+                record.exc_info, record.exc_text = None, None
+            else:
+                record.msg = "unexpected error handling a client's packet: %s: %.200s"
+                record.args = (type(error).__name__, error)
+                from ttt.web.metrics import unhandled
+
+                unhandled("socketio")
         return True
+
+
+def _in_decode(tb: Any) -> bool:
+    """Whether the exception was raised while decoding a packet (the client's bytes)."""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "decode":
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _quiet_client_errors() -> None:
