@@ -5,6 +5,7 @@ migrated. Games, seats and records survive every step."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import sqlite3
@@ -153,3 +154,21 @@ def test_old_and_new_side_by_side_then_a_rollback(kind, previous, tmp_path, requ
             server.stop()
     text = log.read_text()
     assert "Traceback" not in text, text[-3000:]
+
+
+def test_an_ai_worker_refuses_code_that_is_not_the_servers():
+    """A worker spawned after the checkout changed under a running server says so."""
+    import json
+
+    env = {**os.environ, "TTT_SERVER_CODE": "0" * 16, "PYTHONPATH": str(ROOT)}
+    task = {"task": {"kind": "move", "variant": "classic", "moves": [], "level": "easy",
+                     "seed": 1}, "seconds": 0.1}
+    done = subprocess.run([sys.executable, "-m", "ttt.workers"], input=json.dumps(task) + "\n",
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert "not the server's" in json.loads(done.stdout)["error"]
+    from ttt.build import code_fingerprint
+
+    env["TTT_SERVER_CODE"] = code_fingerprint()
+    done = subprocess.run([sys.executable, "-m", "ttt.workers"], input=json.dumps(task) + "\n",
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert "result" in json.loads(done.stdout), done.stdout

@@ -7,6 +7,7 @@ was imported from (`git rev-parse HEAD` there), else "unknown". Read once per pr
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import subprocess
 from importlib import metadata
@@ -40,3 +41,15 @@ def commit() -> str:
 def release() -> str:
     """`version+commit`, as recorded beside a store's migrations."""
     return f"{version()}+{commit()}"
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of the ttt package's source as this process first read it: a worker process
+    spawned later from the same folder compares, so code changed on disk under a running
+    server (a checkout updated before the restart) is refused, not mixed in."""
+    digest = hashlib.sha256()
+    package = ROOT / "ttt"
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
