@@ -106,7 +106,12 @@ def backup(args: argparse.Namespace) -> Path:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     args.to.mkdir(parents=True, exist_ok=True)
     folder = args.to / f"ttt-{stamp}"
-    folder.mkdir(mode=0o700)
+    for n in range(2, 100):  # two backups within one second: the second is ttt-<time>-2
+        try:
+            folder.mkdir(mode=0o700)
+            break
+        except FileExistsError:
+            folder = args.to / f"ttt-{stamp}-{n}"
     manifest: dict = {"time": stamp, "store": url.split("://")[0], "files": {}}
     if url.startswith("sqlite:///"):
         manifest.update(sqlite_copy(url.removeprefix("sqlite:///"), folder / "ttt.sqlite3"))
