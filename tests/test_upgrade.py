@@ -5,6 +5,7 @@ migrated. Games, seats and records survive every step."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -158,8 +159,6 @@ def test_old_and_new_side_by_side_then_a_rollback(kind, previous, tmp_path, requ
 
 def test_an_ai_worker_refuses_code_that_is_not_the_servers():
     """A worker spawned after the checkout changed under a running server says so."""
-    import json
-
     env = {**os.environ, "TTT_SERVER_CODE": "0" * 16, "PYTHONPATH": str(ROOT)}
     task = {"task": {"kind": "move", "variant": "classic", "moves": [], "level": "easy",
                      "seed": 1}, "seconds": 0.1}
@@ -172,3 +171,21 @@ def test_an_ai_worker_refuses_code_that_is_not_the_servers():
     done = subprocess.run([sys.executable, "-m", "ttt.workers"], input=json.dumps(task) + "\n",
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert "result" in json.loads(done.stdout), done.stdout
+
+
+def test_a_process_refuses_to_start_on_a_newer_store_and_says_why(tmp_path):
+    path = tmp_path / "ttt.sqlite3"
+    newer = schema.SCHEMA_VERSION + 1
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, readable_from "
+                     "INTEGER NOT NULL, at REAL NOT NULL, release TEXT)")
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0, 'future')", (newer, newer))
+        conn.execute(f"PRAGMA user_version = {newer}")
+    log = tmp_path / "server.log"
+    server = Server({"TTT_STORE": f"sqlite:///{path}", "TTT_SECRET_KEY": "too-new",
+                     "TTT_LOG_FORMAT": "json"}, log=log)
+    with pytest.raises(RuntimeError, match="exited"):
+        server.start(timeout=60)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert any(r["level"] == "CRITICAL" and f"schema version {newer}" in r["message"]
+               for r in lines), lines

@@ -49,6 +49,16 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
         for bare in [h for h in library.handlers if type(h) is logging.StreamHandler]:
             library.removeHandler(bare)
     logging.captureWarnings(True)
+    if fmt == "json":  # a crash (a store too new at start-up, a bug) is one JSON line too
+        sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, error, tb)
+        return
+    logging.getLogger("ttt").critical("stopped by %s: %s", kind.__name__, error,
+                                      exc_info=(kind, error, tb))
 
 
 def access(event: str, game: str | None, result: str, seconds: float, sid: str | None = None,
