@@ -143,3 +143,17 @@ def test_a_bug_in_a_handler_is_not_called_a_malformed_packet(caplog):
     assert second.getMessage().startswith("unexpected error handling a client's packet: "
                                           "KeyError")
     assert second.levelname == "ERROR" and second.exc_info is not None
+
+
+@pytest.mark.redis
+def test_every_line_of_a_queue_worker_is_json(redis_url):
+    """`python -m ttt worker` (the searches on other machines) logs as the servers do."""
+    import os
+
+    done = subprocess.run([sys.executable, "-m", "ttt", "worker", "--redis", redis_url,
+                           "--burst"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TTT_LOG_FORMAT": "json"})
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (done.stdout + done.stderr).splitlines()
+             if line.strip()]
+    assert lines and lines[0]["message"].startswith("searching for the queue")
