@@ -29,9 +29,16 @@ PREVIOUS = "7bc74e4"  # the last commit before schema versions
 @pytest.fixture(scope="module")
 def previous(tmp_path_factory) -> Path:
     """A checkout of the previous release, removed afterwards."""
+    from tests.servers import in_ci
+
     git = shutil.which("git")
-    if git is None or not (ROOT / ".git").exists():
-        pytest.fail("the upgrade test needs git and a clone with its history")
+    have = git is not None and (ROOT / ".git").exists() and subprocess.run(
+        [git, "-C", str(ROOT), "cat-file", "-e", f"{PREVIOUS}^{{commit}}"],
+        capture_output=True).returncode == 0
+    if not have:
+        why = (f"the upgrade test needs git and a clone with commit {PREVIOUS} "
+               "(a shallow clone lacks it: git fetch --unshallow)")
+        pytest.fail(why) if in_ci() else pytest.skip(why)
     where = tmp_path_factory.mktemp("previous") / "ttt"
     subprocess.run([git, "-C", str(ROOT), "worktree", "add", "--detach", str(where), PREVIOUS],
                    check=True, capture_output=True)
