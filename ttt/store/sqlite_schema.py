@@ -66,8 +66,11 @@ def version(conn: sqlite3.Connection) -> tuple[int, int]:
     found = conn.execute("PRAGMA user_version").fetchone()[0]
     row = None
     if found:
-        row = conn.execute("SELECT readable_from FROM migrations WHERE version = ?",
-                           (found,)).fetchone()
+        try:
+            row = conn.execute("SELECT readable_from FROM migrations WHERE version = ?",
+                               (found,)).fetchone()
+        except sqlite3.OperationalError:  # no migrations table: nothing says it is readable
+            row = None
     return found, (row[0] if row else found)
 
 
