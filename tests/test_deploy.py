@@ -368,10 +368,10 @@ def test_systemd_analyze_verifies_the_unit(tmp_path):
     venv = Path(sys.executable).parent
     (tmp_path / "ttt.env").write_text("TTT_SECRET_KEY=x\n")
     text = (UNIT.read_text()
-            .replace("/srv/ttt/.venv/bin/", f"{venv}/")
-            .replace("WorkingDirectory=/srv/ttt", f"WorkingDirectory={ROOT}")
+            .replace("/srv/ttt/current/.venv/bin/", f"{venv}/")
+            .replace("WorkingDirectory=/srv/ttt/current", f"WorkingDirectory={ROOT}")
             .replace("EnvironmentFile=/etc/ttt/ttt.env", f"EnvironmentFile={tmp_path / 'ttt.env'}"))
-    assert "/srv/ttt/.venv" not in text
+    assert "/srv/ttt/current/.venv" not in text
     unit = tmp_path / "ttt@5001.service"
     unit.write_text(text)
     done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
