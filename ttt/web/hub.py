@@ -92,6 +92,8 @@ class Hub:
         self.shared = isinstance(socketio.server.manager, PubSubManager)
         if self.shared:
             self._hear_the_queue()
+            # A cut listener misses every push published meanwhile: once back, resend.
+            engine_hooks.on_queue_recovered(socketio.server, self.resend)
 
     def _hear_the_queue(self) -> None:
         """Hear every emit where python-socketio hands it to this process's rooms."""
@@ -110,6 +112,31 @@ class Hub:
             return False
 
         engine_hooks.on_queue_emit(self.socketio.server, heard)
+
+    def resend(self) -> int:
+        """The queue listener is back after a cut: the current view of every game a room of
+        this process shows (people's rooms and bot streams), to this process's members only,
+        read from the store after the listener subscribed again, so nothing published while
+        it was away stays missing. How many games were sent."""
+        rooms = set(engine_hooks.local_rooms(self.socketio.server)) | set(self._rooms)
+        games = {name.split(":")[1] for name in rooms
+                 if name.startswith("g:") and name.count(":") == 2}
+        sent = 0
+        for game_id in games:
+            try:
+                match = self.table.store.get(game_id)
+            except Exception as error:  # the store is away too: the next move will tell
+                log.warning("could not resend game %s: %s", game_id, error)
+                continue
+            if match is None:
+                continue
+            sent += 1
+            for push in self.table.game_pushes(match):
+                if push.room in rooms:
+                    engine_hooks.emit_as_heard(self.socketio.server, push.event, push.body(),
+                                               push.room)
+        log.info("queue back: resent %d games to this process's rooms", sent)
+        return sent
 
     # --- the bot as a connection --------------------------------------------------------------
 

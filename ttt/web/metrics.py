@@ -76,12 +76,18 @@ class Metrics:
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
         r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE)))
+        self._parts = _Parts()
+        r.register(self._parts)
 
     def watch_live(self, connections: Callable[[], tuple[int, int]],
                    live: Callable[[], dict[tuple[str, str], int]]) -> None:
         """Read the live figures when scraped: (connections, players) here; live games per
         (mode, variant) in the store."""
         self._live.connections, self._live.live = connections, live
+
+    def watch_parts(self, parts: Callable[[], dict[str, bool]]) -> None:
+        """Read each part's health (ttt.web.health.parts) when scraped: ttt_part_up{part}."""
+        self._parts.parts = parts
 
     def exposition(self) -> bytes:
         """The text format."""
@@ -130,6 +136,25 @@ class _Live(Collector):
         for (mode, variant), count in counts.items():
             live.add_metric([mode, variant], count)
         yield live
+
+
+class _Parts(Collector):
+    """ttt_part_up{part}: 1 while that part (store, queue) answers, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.parts: Callable[[], dict[str, bool]] | None = None
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+    def collect(self) -> Iterator[Any]:
+        if self.parts is None:
+            return
+        up = GaugeMetricFamily("ttt_part_up", "1 while a part this process needs answers "
+                               "(store; queue with a message queue), else 0.", labels=["part"])
+        for part, ok in self.parts().items():
+            up.add_metric([part], 1 if ok else 0)
+        yield up
 
 
 class MeteredStore:

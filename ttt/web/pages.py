@@ -23,7 +23,7 @@ from flask import (
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store, get_table
+from ttt.web import get_store, get_table, health
 
 bp = Blueprint("pages", __name__)
 
@@ -212,8 +212,15 @@ def manifest():
                                mimetype="application/manifest+json")
 
 
+@bp.record_once
+def _watch_parts(state) -> None:
+    """ttt_part_up{part} reads the same checks as /healthz at each scrape."""
+    app = state.app
+    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
+
+
 @bp.get("/healthz")
 def healthz():
-    if get_store().ping():
-        return jsonify(ok=True)
-    return jsonify(ok=False, error="store unavailable"), 503
+    """Each part (store, message queue) up or down; 503 naming the ones down."""
+    body, status = health.report(current_app)
+    return jsonify(body), status
