@@ -8,6 +8,7 @@ token is read from the Authorization header only; nothing here logs a header or 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import secrets
 from typing import Any
@@ -108,16 +109,59 @@ def guarded(view, *args: Any, **kwargs: Any):
 
 
 MAX_BODY = 4096
+MAX_DEPTH = 8      # arrays and objects inside each other; nothing a bot sends goes past 3
+NOT_JSON = "a body must be JSON, sent with 'Content-Type: application/json'"
 
 
 def payload() -> dict[str, Any]:
-    """The request's JSON object (at most 4 KiB; nothing a bot sends needs more)."""
+    """The request's JSON object: every JSON endpoint reads its body here, and only here.
+
+    Refused as `bad_request` before any parsing can raise: a body over MAX_BODY bytes (4 KiB;
+    nothing a bot sends needs more), one not sent as application/json, one nested deeper than
+    MAX_DEPTH (the parser recurses: 4,000 `[` raised RecursionError and logged a traceback
+    per request), one that is not valid UTF-8 JSON, or not an object. No body reads as {}.
+    """
     if (request.content_length or 0) > MAX_BODY:
         raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
-    body = request.get_json(silent=True) if request.content_length else {}
+    raw = request.stream.read(MAX_BODY + 1)  # chunked bodies have no Content-Length
+    if len(raw) > MAX_BODY:
+        raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
+    if not raw.strip():
+        return {}
+    if request.mimetype != "application/json":
+        raise BotError("bad_request", f"{NOT_JSON}, not {request.mimetype or 'no type'}")
+    if nesting(raw) > MAX_DEPTH:
+        raise BotError("bad_request", f"a body nests at most {MAX_DEPTH} arrays or objects")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BotError("bad_request", "the body is not valid JSON") from None
     if not isinstance(body, dict):
         raise BotError("bad_request", "the body must be a JSON object")
     return body
+
+
+def nesting(raw: bytes) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings not counted;
+    an unbalanced text is the parser's to refuse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:    # backslash
+                escaped = True
+            elif byte == 0x22:    # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 def connect(bot: Bot) -> str:
