@@ -34,6 +34,7 @@ STATUS = {"bad_request": 400, "unauthorized": 401, "spectator": 403, "not_found"
           "busy": 503}
 ACTIONS = ("move", "resign", "abort", "claim", "rematch", "decline", "react")
 MAX_GAMES = 10   # live games a bot may sit in at once
+STORE_AWAY = "the game store is unavailable; retry"
 
 
 def referee(app: Flask, store: Any) -> Referee:
@@ -86,7 +87,11 @@ def authenticated(view):
     def wrapper(*args: Any, **kwargs: Any):
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        bot = book().by_token(hash_token(token.strip())) if scheme == "Bearer" and token else None
+        try:
+            bot = (book().by_token(hash_token(token.strip()))
+                   if scheme == "Bearer" and token else None)
+        except StoreUnavailable:  # before `guarded`: its answer, not an HTML 500
+            return answer(refusal("unavailable", STORE_AWAY))
         if bot is None or bot.revoked:
             return answer(refusal("unauthorized", "no valid bot token: send "
                                                   "'Authorization: Bearer <token>'"))
@@ -102,7 +107,7 @@ def guarded(view, *args: Any, **kwargs: Any):
     except (BotError, MatchError) as error:
         return answer(refusal(error.code, error.message))
     except StoreUnavailable:
-        return answer(refusal("unavailable", "the game store is unavailable; retry"))
+        return answer(refusal("unavailable", STORE_AWAY))
     except Exception:  # a bug: one line in the log (never the request's headers)
         log.exception("bot call %s failed", request.path.rsplit("/", 1)[-1])
         return answer(refusal("internal", "something went wrong on the server"))
@@ -312,7 +317,7 @@ def account(bot: Bot):
 def bots():
     """Every bot with its record against each AI level, against bots, its rating and whether
     it is online (its stream open, in any process)."""
-    return jsonify({"ok": True, "bots": [card(b) for b in book().all()]})
+    return guarded(lambda: jsonify({"ok": True, "bots": [card(b) for b in book().all()]}))
 
 
 def card(bot: Bot) -> dict[str, Any]:

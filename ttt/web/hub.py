@@ -32,6 +32,7 @@ from socketio import PubSubManager
 from ttt.bots import Bot, bot_view, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
+from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, room
 from ttt.web import engine_hooks
 from ttt.web.events import emit_all
@@ -42,6 +43,16 @@ PING_EVERY = 15.0
 CHECK_EVERY = 1.0          # how often a stream checks that its token still holds
 RENEW_EVERY = LEASE_SECONDS / 3  # how often its seat leases are renewed (shared presence)
 CLOSE = object()           # a stream's queue sentinel: end the stream now
+
+
+#: A stream's last line when the store (or shared presence) went away under it.
+AWAY_LINE = {"type": "unavailable",
+             "error": {"code": "unavailable",
+                       "message": "the game store is unavailable; reconnect in a few seconds"}}
+
+
+def _line(item: dict) -> bytes:
+    return (json.dumps(item, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
 def bot_sid(player: str) -> str:
@@ -266,23 +277,31 @@ class Hub:
                 if item is CLOSE or stream.closed:
                     return
                 now = time.monotonic()
-                if now - checked >= CHECK_EVERY:  # a token revoked by another process
-                    checked = now
-                    bot = self.book.by_player(stream.bot.player)
-                    if bot is None or bot.revoked:
-                        return
-                if now - renewed >= RENEW_EVERY:
-                    renewed = now
-                    self._renew(stream)
+                try:
+                    if now - checked >= CHECK_EVERY:  # a token revoked by another process
+                        checked = now
+                        bot = self.book.by_player(stream.bot.player)
+                        if bot is None or bot.revoked:
+                            return
+                    if now - renewed >= RENEW_EVERY:
+                        renewed = now
+                        self._renew(stream)
+                except StoreUnavailable as error:  # the last line says why (the bot retries)
+                    log.warning("bot stream of %s ended: %s", stream.bot.name, error)
+                    yield _line(AWAY_LINE)
+                    return
                 if item is None and now - last_line < PING_EVERY:
                     continue
                 if item is None:
                     item = {"type": "ping"}
                 last_line = now
-                yield (json.dumps(item, separators=(",", ":"), ensure_ascii=False)
-                       + "\n").encode()
+                yield _line(item)
         finally:
-            self.close(stream)
+            try:
+                self.close(stream)
+            except StoreUnavailable as error:  # its seats' leases expire by themselves
+                log.warning("bot stream of %s closed with the store away: %s",
+                            stream.bot.name, error)
 
     def _renew(self, stream: Stream) -> None:
         """Renew the stream's seat leases (Redis presence expires them otherwise)."""
