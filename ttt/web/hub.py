@@ -285,7 +285,12 @@ class Hub:
                             return
                     if now - renewed >= RENEW_EVERY:
                         renewed = now
-                        self._renew(stream)
+                        try:
+                            self._renew(stream)
+                        except StoreUnavailable as error:  # leases outlast a short outage
+                            log.warning("seat leases of %s not renewed: %s", stream.bot.name,
+                                        error)
+                            renewed = now - RENEW_EVERY + CHECK_EVERY  # again in a second
                 except StoreUnavailable as error:  # the last line says why (the bot retries)
                     log.warning("bot stream of %s ended: %s", stream.bot.name, error)
                     yield _line(AWAY_LINE)
