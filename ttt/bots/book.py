@@ -29,6 +29,8 @@ from ttt.bots import (
     new_token,
     outcome_of,
 )
+from ttt.store import StoreUnavailable
+from ttt.store.sqlite import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
 
 TAKEN = "that bot name is taken"
@@ -179,9 +181,20 @@ class SqliteBook:
     def __init__(self, path: str, pool_size: int = 4) -> None:
         self.path = path
         self._pool = Connections(path, pool_size, wal=False)  # the store set the file's mode
-        self._conn = self._pool.take
         with self._conn() as conn:
             conn.executescript(SCHEMA)
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection; a full, read-only or locked file is StoreUnavailable (the
+        bot API answers 503 `unavailable`), as in the game store."""
+        try:
+            with self._pool.take() as conn:
+                yield conn
+        except sqlite3.Error as error:
+            if not unavailable(error):
+                raise
+            raise StoreUnavailable(f"the bot book: {error}") from error
 
     def _one(self, where: str, value: str) -> Bot | None:
         with self._conn() as conn:
@@ -197,7 +210,7 @@ class SqliteBook:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 raise
             conn.execute("COMMIT")
 
@@ -278,5 +291,28 @@ def open_book(store: Any) -> Book:
     if kind == "RedisStore":
         from ttt.bots.redis_book import RedisBook
 
-        return RedisBook(store.url)
+        return Answering(RedisBook(store.url))
     return MemoryBook()
+
+
+class Answering:
+    """A Redis book whose lost connection is StoreUnavailable, on every call: the bot API
+    answers 503 `unavailable` rather than an HTML 500 from `by_token` before its handler."""
+
+    def __init__(self, book: Any) -> None:
+        self._book = book
+
+    def __getattr__(self, name: str) -> Any:
+        import redis
+
+        attribute = getattr(self._book, name)
+        if not callable(attribute):
+            return attribute
+
+        def answering(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                raise StoreUnavailable(f"the bot book: {error}") from error
+
+        return answering

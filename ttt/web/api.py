@@ -8,6 +8,7 @@ token is read from the Authorization header only; nothing here logs a header or 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import secrets
 from typing import Any
@@ -33,6 +34,7 @@ STATUS = {"bad_request": 400, "unauthorized": 401, "spectator": 403, "not_found"
           "busy": 503}
 ACTIONS = ("move", "resign", "abort", "claim", "rematch", "decline", "react")
 MAX_GAMES = 10   # live games a bot may sit in at once
+STORE_AWAY = "the game store is unavailable; retry"
 
 
 def referee(app: Flask, store: Any) -> Referee:
@@ -85,7 +87,11 @@ def authenticated(view):
     def wrapper(*args: Any, **kwargs: Any):
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        bot = book().by_token(hash_token(token.strip())) if scheme == "Bearer" and token else None
+        try:
+            bot = (book().by_token(hash_token(token.strip()))
+                   if scheme == "Bearer" and token else None)
+        except StoreUnavailable:  # before `guarded`: its answer, not an HTML 500
+            return answer(refusal("unavailable", STORE_AWAY))
         if bot is None or bot.revoked:
             return answer(refusal("unauthorized", "no valid bot token: send "
                                                   "'Authorization: Bearer <token>'"))
@@ -101,23 +107,66 @@ def guarded(view, *args: Any, **kwargs: Any):
     except (BotError, MatchError) as error:
         return answer(refusal(error.code, error.message))
     except StoreUnavailable:
-        return answer(refusal("unavailable", "the game store is unavailable; retry"))
+        return answer(refusal("unavailable", STORE_AWAY))
     except Exception:  # a bug: one line in the log (never the request's headers)
         log.exception("bot call %s failed", request.path.rsplit("/", 1)[-1])
         return answer(refusal("internal", "something went wrong on the server"))
 
 
 MAX_BODY = 4096
+MAX_DEPTH = 8      # arrays and objects inside each other; nothing a bot sends goes past 3
+NOT_JSON = "a body must be JSON, sent with 'Content-Type: application/json'"
 
 
 def payload() -> dict[str, Any]:
-    """The request's JSON object (at most 4 KiB; nothing a bot sends needs more)."""
+    """The request's JSON object: every JSON endpoint reads its body here, and only here.
+
+    Refused as `bad_request` before any parsing can raise: a body over MAX_BODY bytes (4 KiB;
+    nothing a bot sends needs more), one not sent as application/json, one nested deeper than
+    MAX_DEPTH (the parser recurses: 4,000 `[` raised RecursionError and logged a traceback
+    per request), one that is not valid UTF-8 JSON, or not an object. No body reads as {}.
+    """
     if (request.content_length or 0) > MAX_BODY:
         raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
-    body = request.get_json(silent=True) if request.content_length else {}
+    raw = request.stream.read(MAX_BODY + 1)  # chunked bodies have no Content-Length
+    if len(raw) > MAX_BODY:
+        raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
+    if not raw.strip():
+        return {}
+    if request.mimetype != "application/json":
+        raise BotError("bad_request", f"{NOT_JSON}, not {request.mimetype or 'no type'}")
+    if nesting(raw) > MAX_DEPTH:
+        raise BotError("bad_request", f"a body nests at most {MAX_DEPTH} arrays or objects")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BotError("bad_request", "the body is not valid JSON") from None
     if not isinstance(body, dict):
         raise BotError("bad_request", "the body must be a JSON object")
     return body
+
+
+def nesting(raw: bytes) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings not counted;
+    an unbalanced text is the parser's to refuse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:    # backslash
+                escaped = True
+            elif byte == 0x22:    # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 def connect(bot: Bot) -> str:
@@ -268,7 +317,7 @@ def account(bot: Bot):
 def bots():
     """Every bot with its record against each AI level, against bots, its rating and whether
     it is online (its stream open, in any process)."""
-    return jsonify({"ok": True, "bots": [card(b) for b in book().all()]})
+    return guarded(lambda: jsonify({"ok": True, "bots": [card(b) for b in book().all()]}))
 
 
 def card(bot: Bot) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from flask import (
 from ttt.bots import Bot, BotError, check_about, check_name
 from ttt.bots.book import register
 from ttt.table import refusal
-from ttt.web.api import STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.api import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site, site_url
@@ -93,7 +93,7 @@ def made_bot():
 def create():
     """{"name", "about"} from the page's cookie: {"ok", "bot", "token"}."""
     if not request.is_json:  # a cross-site form cannot send JSON without a preflight
-        return answer(refusal("bad_request", "send JSON"))
+        return answer(refusal("bad_request", NOT_JSON))
     if not from_this_site(required=False):
         return jsonify(refusal("not_allowed", CROSS_SITE)), 403
     return guarded(_create)

@@ -24,7 +24,18 @@ import ttt.bots.sdk
 from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
 from ttt.table import refusal, valid_id
-from ttt.web.api import answer, book, card, connect, opponent_bot, run, seat_from, table
+from ttt.web.api import (
+    NOT_JSON,
+    answer,
+    book,
+    card,
+    connect,
+    opponent_bot,
+    payload,
+    run,
+    seat_from,
+    table,
+)
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site
 
@@ -127,9 +138,11 @@ def play(name: str):
 def opponent(game_id: str):
     """A friend game's empty seat given to a bot: {"opponent": "bot:<name>"} from the page."""
     if not request.is_json:  # a cross-site form cannot send JSON without a preflight
-        return answer(refusal("bad_request", "send JSON"))
-    body = request.get_json(silent=True)
-    target = body.get("opponent") if isinstance(body, dict) else None
+        return answer(refusal("bad_request", NOT_JSON))
+    try:
+        target = payload().get("opponent")
+    except BotError as error:
+        return answer(refusal(error.code, error.message))
     if not valid_id(game_id) or not isinstance(target, str) or not target.startswith("bot:"):
         return answer(refusal("bad_request", "opponent must be 'bot:<name>'"))
     try:

@@ -132,6 +132,8 @@ class Metrics:
         GCCollector(registry=r)
         r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, REFUSED, UNHANDLED,
                                        SERVER_ERRORS)))
+        self._parts = _Parts()
+        r.register(self._parts)
 
     def store_timer(self, operation: str) -> Any:
         """The histogram child of one store operation (looked up once)."""
@@ -145,6 +147,10 @@ class Metrics:
         """Read the live figures when scraped: (connections, players) here; live games per
         (mode, variant) in the store."""
         self._live.connections, self._live.live = connections, live
+
+    def watch_parts(self, parts: Callable[[], dict[str, bool]]) -> None:
+        """Read each part's health (ttt.web.health.parts) when scraped: ttt_part_up{part}."""
+        self._parts.parts = parts
 
     def exposition(self) -> bytes:
         """The text format."""
@@ -200,6 +206,25 @@ class _Live(Collector):
         for (mode, variant), count in self.last.items():
             live.add_metric([mode, variant], count)
         yield live
+
+
+class _Parts(Collector):
+    """ttt_part_up{part}: 1 while that part (store, queue) answers, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.parts: Callable[[], dict[str, bool]] | None = None
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+    def collect(self) -> Iterator[Any]:
+        if self.parts is None:
+            return
+        up = GaugeMetricFamily("ttt_part_up", "1 while a part this process needs answers "
+                               "(store; queue with a message queue), else 0.", labels=["part"])
+        for part, ok in self.parts().items():
+            up.add_metric([part], 1 if ok else 0)
+        yield up
 
 
 class MeteredStore:
