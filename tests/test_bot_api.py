@@ -23,10 +23,11 @@ def app():
     app.extensions["ttt_store"].close()
 
 
-def make_bot(app, name: str, about: str = "") -> str:
+def make_bot(app, name: str, about: str = "", variants=("classic", "ultimate")) -> str:
     """A bot made as the command line makes one; its token."""
     token = new_token()
-    bot = Bot(new_player_id(), name, hash_token(token), about=about, owner="tester")
+    bot = Bot(new_player_id(), name, hash_token(token), about=about, owner="tester",
+              variants=list(variants))
     app.extensions["ttt_bots_book"].add(bot)
     app.extensions["ttt_store"].set_name(bot.player, name)
     return token
@@ -173,12 +174,13 @@ def test_the_stream_says_hello_then_the_live_games_then_every_change(app, client
     again.close()
 
 
-def test_a_second_stream_replaces_the_first(app, client):
+def test_a_second_stream_replaces_the_first_which_is_told_so(app, client):
     token = make_bot(app, "minimax")
     first = Lines(client, token)
     assert first.next()["type"] == "hello"
     second = Lines(client, token)
     assert second.next()["type"] == "hello"
+    assert first.next() == {"type": "replaced"}  # its last line (PROTOCOL v4)
     assert first.ended()
     second.close()
 
@@ -207,7 +209,7 @@ def test_bots_challenge_each_other_accept_and_decline(app, client):
     game_id = made["game"]["id"]
     line = beta_stream.until(lambda line: line["type"] == "challenge")
     assert line == {"type": "challenge", "id": game_id, "from": "alpha", "variant": "classic",
-                    "clock": None}
+                    "clock": None, "rated": True}
     status, accepted = post(client, beta, f"/api/bot/challenge/{game_id}/accept")
     assert status == 200 and accepted["game"]["you"] == "O"
     assert accepted["game"]["names"] == {"X": {"name": "alpha", "bot": True},
@@ -336,6 +338,7 @@ def test_a_bot_is_offline_once_its_last_stream_closes_even_after_a_replacement(a
     first.next()
     second = Lines(client, token)
     second.next()
+    assert first.next() == {"type": "replaced"}
     assert first.ended() and hub.online(player)
     second.close()
     assert not hub.online(player)

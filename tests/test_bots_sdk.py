@@ -11,7 +11,7 @@ class FakeApi:
     def __init__(self) -> None:
         self.calls: list[tuple[str, object]] = []
 
-    def challenge(self, opponent, variant="classic", you=None, clock=None):
+    def challenge(self, opponent, variant="classic", you=None, clock=None, rated=True):
         self.calls.append(("challenge", opponent))
         return {"ok": True, "game": {"id": f"g{len(self.calls)}", "status": "playing",
                                      "seats": {"X": "human", "O": "open"}, "can": [],

@@ -39,7 +39,8 @@ def cmd_create(args: argparse.Namespace) -> int:
 
     store, book = _book(args)
     bot, token = register(book, store, args.name, args.about,
-                          owner=args.owner if args.owner is not None else getpass.getuser())
+                          owner=args.owner if args.owner is not None else getpass.getuser(),
+                          variants=args.variants.split(","))
     print(f"made bot {bot.name}; its token (shown once, keep it in a file only you can read):",
           file=sys.stderr)
     print(token)
@@ -84,7 +85,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     for i, (move, api, _) in enumerate(entries):
         schedule = [f"bot:{name}" for j, (_, _, name) in enumerate(entries) if j != i
                     for _ in range((args.games + (i < j)) // 2)]
-        runners.append(Runner(api, move, variant=args.variant, schedule=schedule))
+        runners.append(Runner(api, move, variant=args.variant, schedule=schedule, rated=True))
     threads = [threading.Thread(target=r.run, args=(args.timeout,), daemon=True)
                for r in runners]
     for thread in threads:
@@ -126,6 +127,9 @@ def add_parser(sub) -> None:
     create = cmds.add_parser("create", help="make a bot and print its token once")
     create.add_argument("name")
     create.add_argument("--about", default="")
+    create.add_argument("--variants", default="classic",
+                        help="what it plays: classic, ultimate or classic,ultimate (its "
+                             "program's VARIANTS changes it when it starts)")
     create.add_argument("--owner", default=None, help="who made it (default: your user name)")
     revoke = cmds.add_parser("revoke", help="revoke a bot's token at once")
     revoke.add_argument("name")
