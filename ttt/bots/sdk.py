@@ -239,12 +239,24 @@ def judge(game: dict[str, Any], returned: Any) -> tuple[int | None, Problem | No
     return returned, None
 
 
+def cells(legal: list[int]) -> str:
+    """Cell numbers in runs: '0-8', '45-53', '2, 4-6'."""
+    runs: list[list[int]] = []
+    for cell in sorted(legal):
+        if runs and cell == runs[-1][1] + 1:
+            runs[-1][1] = cell
+        else:
+            runs.append([cell, cell])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
 def explain(game: dict[str, Any], problem: Problem) -> str:
     """The whole story of one bad move, for the terminal."""
+    forced = (f" (small board {game['next']})" if isinstance(game.get("next"), int) else "")
     return (f"{problem.text}\n"
             f"game {game.get('id')}, you are {game.get('you')}, the position:\n"
             f"{draw_board(game)}\n"
-            f"legal cells: {game.get('legal')}")
+            f"legal cells{forced}: {cells(list(game.get('legal') or []))}")
 
 
 def _worker(program: str, calls: Any) -> None:
@@ -366,6 +378,7 @@ class Runner:
         self.games, self.variant = games, variant
         # The opponents of the games this bot starts, one entry a game.
         self.schedule = list(schedule or ([opponent] * games if opponent else []))
+        self.endless = opponent if opponent and not games and not schedule else None
         self.parallel, self.accept = max(1, parallel), accept
         self.log = log or (lambda text: None)
         self.tally = Tally()
@@ -419,6 +432,8 @@ class Runner:
     # --- the games ----------------------------------------------------------------------------
 
     def _start_more(self) -> None:
+        if self.endless and not self.schedule and not self._done.is_set():
+            self.schedule.append(self.endless)  # no --games: one game after another
         while self.schedule and len(self._live) < self.parallel:
             you = "X" if self._started % 2 == 0 else "O"
             opponent = self.schedule[0]
@@ -566,7 +581,7 @@ class Runner:
 
     def idle(self) -> bool:
         """Whether this runner has nothing left to start and no game on."""
-        return not self.schedule and not self._live
+        return not self.schedule and not self._live and not self.endless
 
     def stop(self) -> None:
         self._done.set()
@@ -653,6 +668,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true")
 
 
+def summary(tally: Tally) -> str:
+    """The results in words, for the terminal (stdout has them as JSON)."""
+    line = (f"{tally.games} games: {tally.wins} won, {tally.draws} drawn, "
+            f"{tally.losses} lost, {tally.aborted} aborted")
+    if tally.errors:
+        line += "; your move failed: " + ", ".join(f"{kind} x{n}"
+                                                   for kind, n in tally.errors.items())
+    return line
+
+
 def run_bot(args: argparse.Namespace) -> int:
     """Play the bot as `args` say; a JSON line of its results on stdout. Exit 0 (also after
     Ctrl-C), 3 when another program took the token over, 1 after another error."""
@@ -685,6 +710,7 @@ def run_bot(args: argparse.Namespace) -> int:
                       "losses": tally.losses, "aborted": tally.aborted,
                       "reasons": tally.reasons, "errors": tally.errors,
                       "reconnects": runner.reconnects, "error": runner.error}), flush=True)
+    log(summary(tally))
     if runner.error:
         print(f"{Path(sys.argv[0]).name}: {runner.error}", file=sys.stderr, flush=True)
     if runner.interrupted:
@@ -697,6 +723,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sdk.py", description="Play a ttt bot program.")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
+    # Ctrl-C ends the games cleanly, even when started from a shell that ignores it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run_bot(args)
     except KeyboardInterrupt:

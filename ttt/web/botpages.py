@@ -15,10 +15,10 @@ from flask import (
     abort,
     current_app,
     jsonify,
+    make_response,
     redirect,
     render_template,
     request,
-    make_response,
     send_file,
 )
 
