@@ -51,7 +51,8 @@ def ladder():
     return render_template("bots.html", bots=cards)
 
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "bots.md"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bots"
+SERVED_EXAMPLES = ("minimax.py", "random_ultimate.py")  # the guide links these
 
 
 SDK_DEFAULT = 'DEFAULT_SERVER = "http://127.0.0.1:5000"'
@@ -79,10 +80,21 @@ def sdk():
 
 @bp.get("/bots/guide")
 def guide():
-    """How to write a bot (docs/bots.md), as text a browser shows."""
-    if not GUIDE.is_file():
-        abort(404, description="This server was installed without its docs.")
-    return send_file(GUIDE, mimetype="text/plain", max_age=300)
+    """How to write a bot, for learners: a page in the site's style (operators read
+    docs/deploy.md)."""
+    config = current_app.config
+    return render_template("bot_guide.html", site=site_url(),
+                           move_seconds=f"{float(config.get('TTT_BOT_MOVE_SECONDS', 10)):g}",
+                           max_games=config["TTT_BOT_MAX_GAMES"])
+
+
+@bp.get("/bots/examples/<name>")
+def example(name: str):
+    """An example bot the guide links, as text a browser shows (and `curl -O` saves)."""
+    path = EXAMPLES / name
+    if name not in SERVED_EXAMPLES or not path.is_file():
+        abort(404, description="There is no example of that name.")
+    return send_file(path, mimetype="text/plain", max_age=300)
 
 
 @bp.get("/bot/<name>")
