@@ -393,6 +393,7 @@ class Runner:
         self.challenge_wait = 30.0            # seconds before an untaken challenge is withdrawn
         self.error: str | None = None
         self.replaced = False
+        self.move_seconds = MOVE_SECONDS  # the server's, once its account answer says it
         self.name = ""
         self._views: dict[str, dict[str, Any]] = {}  # game id -> its latest view
         self._pool = ThreadPoolExecutor(self.parallel) if self.parallel > 1 else None
@@ -492,7 +493,8 @@ class Runner:
         """How long `move` may think: the deadline (10 s, or the game's clock when shorter)
         less the margin to resign in time."""
         left = game.get("time_left")
-        limit = MOVE_SECONDS if not isinstance(left, int | float) else min(MOVE_SECONDS, left)
+        limit = self.move_seconds if not isinstance(left, int | float) \
+            else min(self.move_seconds, left)
         return max(0.5, round(limit - MARGIN, 1))
 
     def _ask(self, game: dict[str, Any]) -> tuple[int | None, Problem | None]:
@@ -700,6 +702,8 @@ def run_bot(args: argparse.Namespace) -> int:
         runner = Runner(api, mover, games=args.games, opponent=args.opponent,
                         variant=args.variant, parallel=args.parallel, log=log,
                         rated=args.rated)
+        if isinstance(said.get("move_seconds"), int | float):
+            runner.move_seconds = float(said["move_seconds"])
         runner.log(f"{said['bot']['name']} plays {' and '.join(variants)} on {args.server}"
                    + ("" if args.rated else "; the games it starts are casual (--rated to "
                                             "count them)"))

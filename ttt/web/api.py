@@ -282,8 +282,8 @@ def act(bot: Bot, game_id: str, action: str):
 @bp.get("/api/bot/account")
 @authenticated
 def account(bot: Bot):
-    """Which bot the token belongs to."""
-    return jsonify({"ok": True, "bot": card(bot)})
+    """Which bot the token belongs to, and the move deadline it plays to."""
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
 
 
 @bp.post("/api/bot/account")
@@ -294,7 +294,12 @@ def set_account(bot: Bot):
     if "variants" in body:
         changed = book().set_variants(bot.player, check_variants(body["variants"]))
         bot = changed or bot
-    return jsonify({"ok": True, "bot": card(bot)})
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
+
+
+def move_seconds() -> float:
+    """The seconds a bot has for a move (the referee's; a game's clock may be shorter)."""
+    return float(getattr(table().store, "move_seconds", MOVE_SECONDS))
 
 
 @bp.app_errorhandler(405)
