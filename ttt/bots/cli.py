@@ -122,7 +122,7 @@ def online_ladder(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     """The `bot` sub-command and its own sub-commands."""
-    bot = sub.add_parser("bot", help="make, revoke and run bots (docs/bots.md)")
+    bot = sub.add_parser("bot", help="make, revoke and run bots (the guide: /bots/guide)")
     cmds = bot.add_subparsers(dest="bot_command", required=True, parser_class=type(bot))
     create = cmds.add_parser("create", help="make a bot and print its token once")
     create.add_argument("name")
