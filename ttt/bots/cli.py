@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 from ttt.bots import BotError
-from ttt.bots.sdk import Api, Runner, Unauthorized, add_run_arguments, load_move, run_bot
+from ttt.bots.sdk import (
+    Api,
+    Runner,
+    Unauthorized,
+    add_run_arguments,
+    load_move,
+    load_variants,
+    run_bot,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +88,15 @@ def cmd_ladder(args: argparse.Namespace) -> int:
             print(f"ttt: error: {entry!r} is not PROGRAM=TOKEN_FILE", file=sys.stderr)
             return 2
         api = Api(args.server, _token(token_file))
-        entries.append((load_move(program), api, api.account()["bot"]["name"]))
+        variants = load_variants(program)
+        said = api.say_variants(variants)  # as the SDK does: what each program plays
+        if not said.get("ok"):
+            raise ValueError(said.get("error", {}).get("message", "refused"))
+        if args.variant not in variants:  # a round pairs only the bots that play its variant
+            print(f"ttt: {said['bot']['name']} plays {' and '.join(variants)}: left out of "
+                  f"this {args.variant} round", file=sys.stderr)
+            continue
+        entries.append((load_move(program), api, said["bot"]["name"]))
     runners = []
     for i, (move, api, _) in enumerate(entries):
         schedule = [f"bot:{name}" for j, (_, _, name) in enumerate(entries) if j != i
