@@ -426,7 +426,8 @@ class Runner:
             if self._done.is_set():
                 return
             self.reconnects += 1
-            self.log(f"stream closed; reconnecting in {pause:.1f} s")
+            self.log(f"lost the stream from {self.site or 'the server'}; "
+                     f"reconnecting in {pause:.1f} s")
             time.sleep(pause)
             pause = min(5.0, pause * 2)
 
