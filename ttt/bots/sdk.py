@@ -307,9 +307,19 @@ class Mover:
             self._all.append(process)
         return process, parent
 
-    def check(self) -> None:
-        """Load the program once in a child (its errors now, not in a game)."""
-        self._idle.put(self._start())
+    def check(self, children: int = 1) -> None:
+        """Load the program in its first children (its errors now, not in a game)."""
+        for _ in range(max(1, children)):
+            self._idle.put(self._start())
+
+    def _replace(self) -> None:
+        """Start a child in the background for the one just stopped: starting takes a
+        while, which the next move's deadline should not pay."""
+        def start() -> None:
+            with contextlib.suppress(Exception):
+                self._idle.put(self._start())
+
+        threading.Thread(target=start, daemon=True, name="bot-move-start").start()
 
     def __call__(self, game: dict[str, Any], seconds: float) -> tuple[Any, Problem | None]:
         try:
@@ -320,6 +330,7 @@ class Mover:
             pipe.send(game)
             if not pipe.poll(seconds):
                 process.kill()
+                self._replace()
                 return None, Problem("too slow", f"your move took longer than {seconds:g} s "
                                                  "(it was stopped)")
             answer = pipe.recv()
@@ -693,7 +704,7 @@ def run_bot(args: argparse.Namespace) -> int:
                          f"not {args.variant}")
     mover = Mover(args.bot)
     try:
-        mover.check()
+        mover.check(min(args.parallel, 4))
         try:
             said = api.say_variants(variants)
         except OSError as error:
