@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask_socketio import SocketIO
 
-from ttt.bots import Bot, BotError, bot_answer, check_name, hash_token
+from ttt.bots import Bot, BotError, bot_answer, check_name, check_variants, hash_token, plays
 from ttt.bots.book import Book, open_book
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.match import SIDES, MatchError
@@ -24,7 +24,7 @@ from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
 from ttt.variants import VARIANTS
 from ttt.web.events import client_address, emit_all
-from ttt.web.hub import Hub, bot_room
+from ttt.web.hub import Hub, bot_room, peer_gone
 
 bp = Blueprint("bots_api", __name__)
 log = logging.getLogger("ttt.bots")
@@ -208,11 +208,26 @@ def room_for(bot: Bot) -> None:
         raise BotError("not_allowed", f"{bot.name} sits in too many unfinished games")
 
 
-def opponent_bot(text: str) -> Bot:
-    """The online bot named by 'bot:<name>'."""
+def check_plays(bot: Bot, variant: Any) -> None:
+    """Refuse a game of a variant the bot does not say it plays, naming what it plays."""
+    if isinstance(variant, str) and variant in VARIANTS and variant not in bot.variants:
+        raise BotError("not_allowed", f"{bot.name} plays {plays(bot.variants)}, "
+                                      f"not {variant}")
+
+
+def check_rated(body: dict[str, Any]) -> bool:
+    rated = body.get("rated", True)
+    if not isinstance(rated, bool):
+        raise BotError("bad_request", "rated must be true or false")
+    return rated
+
+
+def opponent_bot(text: str, variant: str | None = None) -> Bot:
+    """The online bot named by 'bot:<name>' (that plays `variant`, when given)."""
     other = book().by_name(check_name(text.removeprefix("bot:")))
     if other is None or other.revoked:
         raise BotError("not_found", "no such bot")
+    check_plays(other, variant)
     if not hub().online(other.player):
         raise BotError("not_allowed", f"{other.name} is not online")
     room_for(other)
@@ -223,7 +238,8 @@ def opponent_bot(text: str) -> Bot:
 @authenticated
 def stream(bot: Bot):
     connect(bot)
-    lines = hub().lines(hub().open(bot))
+    sock = request.environ.get("werkzeug.socket") or request.environ.get("gunicorn.socket")
+    lines = hub().lines(hub().open(bot), lambda: peer_gone(sock))
     return Response(lines, mimetype="application/x-ndjson",
                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -236,6 +252,7 @@ def challenge(bot: Bot):
     variant = body.get("variant", "classic")
     clock = body.get("clock")
     you = body.get("you")
+    rated = check_rated(body)
     if you is None:
         you = secrets.choice(SIDES)
     if not isinstance(opponent, str):
@@ -253,17 +270,22 @@ def challenge(bot: Bot):
         event["mode"] = "friend"
     else:
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
-    other = opponent_bot(opponent) if opponent.startswith("bot:") else None
+    other = opponent_bot(opponent, variant) if opponent.startswith("bot:") else None
     if other is not None and other.player == bot.player:
         raise BotError("bad_request", "a bot cannot challenge itself")
     made = run(sid, "new_game", event)
+    if made.get("ok") and not rated:  # before anyone can end it: never counted
+        book().mark_casual(made["game"]["id"])
     seat_from(made, bot)
+    if made.get("ok"):
+        made = {**made, "rated": rated}
     if other is not None and made.get("ok"):
         game_id = made["game"]["id"]
         book().offer(game_id, other.player)
         emit_all(current_app.extensions["ttt_socketio"], [Push(
             "challenge", bot_room(other.player), {"id": game_id, "from": bot.name,
-                                                  "variant": variant, "clock": clock})])
+                                                  "variant": variant, "clock": clock,
+                                                  "rated": rated})])
     return answer(made)
 
 
@@ -309,8 +331,40 @@ def act(bot: Bot, game_id: str, action: str):
 @bp.get("/api/bot/account")
 @authenticated
 def account(bot: Bot):
-    """Which bot the token belongs to."""
-    return jsonify({"ok": True, "bot": card(bot)})
+    """Which bot the token belongs to, and the move deadline it plays to."""
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
+
+
+@bp.post("/api/bot/account")
+@authenticated
+def set_account(bot: Bot):
+    """{"variants": [...]}: what the bot plays (the SDK sends its program's VARIANTS)."""
+    body = payload()
+    if "variants" in body:
+        changed = book().set_variants(bot.player, check_variants(body["variants"]))
+        bot = changed or bot
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
+
+
+def move_seconds() -> float:
+    """The seconds a bot has for a move (the referee's; a game's clock may be shorter)."""
+    return float(getattr(table().store, "move_seconds", MOVE_SECONDS))
+
+
+@bp.app_errorhandler(405)
+def wrong_method(error):
+    """A wrong method on the API: JSON as every other answer, not an HTML page (a routing
+    error reaches no blueprint's own handler, hence the app's, for /api/ paths only)."""
+    if not request.path.startswith("/api/"):
+        return error
+    allowed = getattr(error, "valid_methods", None) or []
+    response = jsonify(refusal("bad_request", f"{request.method} is not allowed here"
+                                              + (f": use {', '.join(allowed)}" if allowed
+                                                 else "")))
+    response.status_code = 405
+    if allowed:
+        response.headers["Allow"] = ", ".join(allowed)
+    return response
 
 
 @bp.get("/api/bots")

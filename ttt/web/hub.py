@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import select
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,7 @@ PING_EVERY = 15.0
 CHECK_EVERY = 1.0          # how often a stream checks that its token still holds
 RENEW_EVERY = LEASE_SECONDS / 3  # how often its seat leases are renewed (shared presence)
 CLOSE = object()           # a stream's queue sentinel: end the stream now
+REPLACED = {"type": "replaced"}  # a replaced stream's last line (PROTOCOL v4), then it ends
 
 
 #: A stream's last line when the store (or shared presence) went away under it.
@@ -64,6 +67,18 @@ def seat_sid(stream: Stream) -> str:
     """The sid a stream holds its bot's seat leases under: its own, so a stream closing in
     one process never ends the leases of the stream that replaced it in another."""
     return f"botseat:{stream.bot.player}:{stream.id}"
+
+
+def peer_gone(sock: Any) -> bool:
+    """Whether the client closed its end of a stream's connection (it sends nothing after
+    its request, so a readable socket with nothing to read is a closed one)."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):  # an SSL socket takes no peek; a closed one: gone
+        return False
 
 
 def bot_room(player: str) -> str:
@@ -181,8 +196,8 @@ class Hub:
             old = self._streams.get(bot.player)
             self._streams[bot.player] = stream
         if old is not None:
+            old.queue.put(REPLACED)  # before the drop: its reader sees this line, then ends
             self._drop(old)
-            old.queue.put(CLOSE)
         with self._lock:
             self._rooms.setdefault(bot_room(bot.player), set()).add(bot.player)
         self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(stream))
@@ -265,8 +280,11 @@ class Hub:
         if stream is not None:
             stream.queue.put(CLOSE)
 
-    def lines(self, stream: Stream) -> Iterator[bytes]:
-        """The stream's NDJSON lines until it is replaced, revoked or the bot goes away."""
+    def lines(self, stream: Stream, gone: Callable[[], bool] = lambda: False
+              ) -> Iterator[bytes]:
+        """The stream's NDJSON lines until it is replaced (its last line says so), revoked,
+        or the bot goes away (`gone()`: the client closed its end, checked every second, so a
+        bot that exits cleanly is offline at once, not at the next ping)."""
         last_line = checked = renewed = time.monotonic()
         try:
             while True:
@@ -274,6 +292,9 @@ class Hub:
                     item = stream.queue.get(timeout=CHECK_EVERY)
                 except self._empty:
                     item = None
+                if item is REPLACED:
+                    yield (json.dumps(REPLACED) + "\n").encode()
+                    return
                 if item is CLOSE or stream.closed:
                     return
                 now = time.monotonic()
@@ -281,7 +302,7 @@ class Hub:
                     if now - checked >= CHECK_EVERY:  # a token revoked by another process
                         checked = now
                         bot = self.book.by_player(stream.bot.player)
-                        if bot is None or bot.revoked:
+                        if bot is None or bot.revoked or gone():
                             return
                     if now - renewed >= RENEW_EVERY:
                         renewed = now
@@ -380,6 +401,6 @@ class Hub:
                 if match is not None:
                     self.seat(player, match)
             elif push.event == "replace" and body.get("keep") != stream.id:
-                stream.queue.put(CLOSE)
+                stream.queue.put(REPLACED)
             elif push.event == "challenge":
                 stream.queue.put({"type": "challenge", **body})
