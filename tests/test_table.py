@@ -690,3 +690,27 @@ def test_a_restart_asks_again_for_every_ai_move_left_waiting(table):
     table.thinker = Inline()
     assert table.resume() == 1
     assert len(table.store.get(game["id"]).moves) == 2
+
+
+# --- an absent friend never wins on your clock (PROTOCOL v4) -----------------------------------
+
+@pytest.mark.parametrize("seconds", [10, 30, 60])
+def test_an_absent_friend_never_wins_on_the_clock_of_the_player_on_move(table, clock, seconds):
+    """Ben leaves on Ana's turn: Ana keeps the turn, the move and her clock; her move puts the
+    clock on Ben, who loses on time if he does not come back. The claim delay is unchanged."""
+    ana, ben, gid = started(table, clock, seconds=seconds)
+    away = pushed(ben.leave(), room(gid, "X"))
+    assert away["online"]["O"] is False and away["turn"] == "X"
+    assert "move" in away["can"] and away["time_left"] == seconds
+    assert away["claimable_in"] == table.limits.claim_after
+    clock.now += seconds - 1  # all through her time, she is the one to move
+    mine = ana.ok("join", game=gid).answer["game"]
+    assert mine["turn"] == "X" and "move" in mine["can"] and mine["time_left"] == 1
+    assert mine["legal"] and mine["status"] == "playing"
+    moved = ana.ok("move", game=gid, cell=8).answer["game"]
+    assert moved["turn"] == "O" and moved["time_left"] == seconds
+    assert moved["claimable_in"] == table.limits.claim_after - (seconds - 1)
+    clock.now += seconds
+    views = {p.room: p.body() for p in table.tick()}
+    ended = views[room(gid, "X")]
+    assert ended["status"] == "won" and ended["winner"] == "X" and ended["reason"] == "time"

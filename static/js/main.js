@@ -13,6 +13,7 @@ import { createClock } from "./clock.js";
 import { createOffer } from "./offer.js";
 import { createReactions } from "./reactions.js";
 import { createSession } from "./session.js";
+import { createAbsence } from "./absence.js";
 
 const byId = (id) => document.getElementById(id);
 
@@ -110,6 +111,7 @@ session = createSession({
     { chips, series: byId("series"), score: byId("score"), watching: byId("watching") },
     { onRename: (name) => session.rename(name) }),
   clock: createClock(chips, { onLow: (text) => status.announce(text) }),
+  absence: createAbsence({ line: byId("absence"), news: byId("absence").parentElement }),
   reactions: createReactions(byId("reactions"), chips, {
     onReact: (reaction) => session.react(reaction),
   }),

@@ -40,6 +40,7 @@ function freshCell(previous, game, opening) {
 export function createScreen(parts, { app }) {
   const {
     status, coach, seats, clock, offer, reactions, share, sound, controls, learnRow, practice,
+    absence,
   } = parts;
   const statusArea = app.querySelector(".status-area");
 
@@ -52,6 +53,7 @@ export function createScreen(parts, { app }) {
     status.say(describe(game, game.you));
     seats.render(game);
     clock.render(game);
+    absence?.render(game);
     offer.render(game, { following });
     learnRow.classList.toggle("is-reacting", reactions.render(game));
     status.record(record, recordKey(game));
