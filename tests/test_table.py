@@ -714,3 +714,28 @@ def test_an_absent_friend_never_wins_on_the_clock_of_the_player_on_move(table, c
     views = {p.room: p.body() for p in table.tick()}
     ended = views[room(gid, "X")]
     assert ended["status"] == "won" and ended["winner"] == "X" and ended["reason"] == "time"
+
+
+# --- your games in one list (PROTOCOL v4 `games`) ----------------------------------------------
+
+def test_games_lists_the_live_friend_games_of_the_sender_only(table, clock):
+    ana, ben, first = friends(table, clock=30)
+    ben.ok("set_name", name="Ben")
+    ana.ok("move", game=first, cell=4)
+    second = ana.ok("new_game", mode="friend", you="O").answer["game"]["id"]  # nobody came yet
+    ana.ok("new_game", mode="ai", you="X", level="easy")  # not a friend game: not listed
+    lines = ana.ok("games").answer["games"]
+    assert [line["id"] for line in lines] == [first, second] or [
+        line["id"] for line in lines] == [second, first]
+    by_id = {line["id"]: line for line in lines}
+    assert by_id[first] == {
+        "id": first, "link": f"/g/{first}", "variant": "classic", "you": "X", "turn": "O",
+        "your_turn": False, "opponent": "Ben", "seated": True, "online": True, "clock": 30,
+        "time_left": by_id[first]["time_left"], "moves": 1}
+    assert by_id[first]["time_left"] == 30.0  # Ben's first-move window
+    assert by_id[second]["seated"] is False and by_id[second]["opponent"] is None
+    mine = ben.ok("games").answer["games"]
+    assert [(line["id"], line["your_turn"], line["you"]) for line in mine] == [(first, True, "O")]
+    ben.ok("resign", game=first)
+    assert [line["id"] for line in ana.ok("games").answer["games"]] == [second]
+    assert Person(table).ok("games").answer["games"] == []

@@ -33,12 +33,21 @@ export function createActs(session) {
     ownAt: 0,      // when the push of our own move was shown, while a slow AI thinks
     held: null,    // the newest push that came in while the move was on its way
     queued: null,  // {id, version, cell, variant}: a move tapped while offline, to send
+    early: null,   // a cell tapped before the first view came (the page was connecting)
   };
 
   /** Send a move on `cell` of the game on screen, and show what comes back. */
   async function play(cell) {
-    const { game } = now();
-    if (!game || now().name !== "ready") return;
+    const { game, name, restored } = now();
+    if (restored || name === "idle" || (name === "starting" && !game)) {
+      // The page is still connecting: the tap is kept (the last one) and sent once the
+      // server's view is on screen, if that cell is playable then (sendEarly).
+      state.early = cell;
+      board.unpend();
+      if (game?.status === "playing") board.pending(cell, game.you === "both" ? game.turn : game.you);
+      return;
+    }
+    if (!game || name !== "ready") return;
     if (coach.reviewing(game)) {
       coach.step("last"); // a square pressed during the replay: back to the end
       return;
@@ -109,6 +118,15 @@ export function createActs(session) {
     }
     status.notice(`Your move (${squareWords(cell, variant)}) was not played: the game changed `
       + "while you were offline", { sticky: true });
+  }
+
+  /** The first view is on screen: play the cell tapped while connecting, if it is playable. */
+  function sendEarly() {
+    const cell = state.early;
+    state.early = null;
+    const { game, name } = now();
+    if (cell === null || !game || name !== "ready") return;
+    if (game.legal?.includes(cell)) play(cell);
   }
 
   /** A push of the game on screen: shown, or kept while our move is on its way. */
@@ -246,6 +264,7 @@ export function createActs(session) {
     give,
     pushed,
     sendHeld,
+    sendEarly,
     /** Another game is on screen: nothing held belongs to it. */
     forget() {
       state.held = null;

@@ -122,6 +122,25 @@ session = createSession({
   leave: later(() => import("./leave.js").then((module) => module.createLeave(byId("leave")))),
 }, { call: (event, payload) => server.call(event, payload), app: byId("app"), calm });
 
+// The last game of this device on screen at once, read only, while the socket comes up.
+session.restore();
+
+// The service worker (the page shell offline) once the board is usable: its precache never
+// competes with the first load.
+byId("app").addEventListener("ttt:ready", () => {
+  if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
+}, { once: true });
+
+// "Your games": the player's live friend games, asked for with every game entered and when
+// the page is looked at again (its module comes then, after the board).
+const games = later(() => import("./games.js").then((module) => module.createGames(
+  { section: byId("my-games"), list: byId("my-games-list") },
+  { call: (event, payload) => server.call(event, payload) })));
+byId("app").addEventListener("ttt:entered", (event) => games.refresh(event.detail));
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && byId("app").dataset.ready) games.refresh(null);
+});
+
 const server = connect({
   onConnect: () => session.connected(),
   onDisconnect: (how) => session.disconnected(how),

@@ -146,6 +146,7 @@ export function createStatus({
         retrying: "Connection lost — reconnecting…",
         trouble: "Server trouble — retrying…",
         down: "Cannot reach the server — reload the page",
+        offline: "You are offline — your last game, read only; it reconnects by itself",
       };
       bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;

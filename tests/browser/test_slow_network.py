@@ -110,3 +110,34 @@ def test_the_ai_reply_shows_as_soon_as_it_arrives_on_a_slow_network(proxy, open_
     # the AI's reply, which came in the same answer, follows within 150 ms.
     assert marks["X"] - marks["tap"] >= 350, marks
     assert marks["O"] - marks["X"] <= 150, marks
+
+
+def test_a_tap_while_connecting_is_sent_once_connected(proxy, open_page):
+    through = proxy(up=0.3, down=0.3)
+    page = open_page("phone", server=through.url)  # returns at the load event
+    # The board and the controls are the page's own: there before the socket is up.
+    expect(page.locator("#board")).to_be_visible()
+    expect(page.locator("#new-game")).to_be_visible()
+    assert page.locator("#app").get_attribute("data-ready") is None, "connected too soon"
+    cell(page, 4).tap(force=True)  # no game yet: the cell is not enabled, the tap is kept
+    assert page.locator("#app").get_attribute("data-ready") is None, "connected too soon"
+    expect(cell(page, 4)).to_have_attribute("data-mark", "X", timeout=20_000)
+    expect(page.locator("#board [data-mark='O']")).to_have_count(1)
+
+
+def test_a_reload_draws_the_last_game_before_the_socket_is_up(proxy, open_page):
+    through = proxy(up=0.3, down=0.3)
+    page = open_page("phone", server=through.url)
+    expect(status(page)).to_have_text("Your turn", timeout=20_000)
+    cell(page, 0).tap()
+    expect(page.locator("#board [data-mark='O']")).to_have_count(1, timeout=20_000)
+    expect(status(page)).to_have_text("Your turn")
+    page.reload()
+    # At the load event, long before the socket's round trips: the game as it was, its status.
+    assert page.locator("#app").get_attribute("data-ready") is None, "connected too soon"
+    expect(cell(page, 0)).to_have_attribute("data-mark", "X", timeout=1000)
+    assert page.locator("#status").text_content() == "Your turn"
+    free = next(index for index in (8, 6, 2) if cell(page, index).get_attribute("data-mark") == "")
+    cell(page, free).tap(force=True)  # tapped while connecting: pending now, played once joined
+    expect(cell(page, free)).to_have_attribute("data-pending", "X", timeout=1000)
+    expect(cell(page, free)).to_have_attribute("data-mark", "X", timeout=20_000)
