@@ -122,6 +122,11 @@ session = createSession({
   leave: later(() => import("./leave.js").then((module) => module.createLeave(byId("leave")))),
 }, { call: (event, payload) => server.call(event, payload), app: byId("app"), calm });
 
+// A finger on the screen: no keyboard hints from then on (the media queries miss some phones).
+window.addEventListener("pointerdown", (event) => {
+  if (event.pointerType === "touch") document.documentElement.classList.add("is-touch");
+}, { passive: true });
+
 // The last game of this device on screen at once, read only, while the socket comes up.
 session.restore();
 

@@ -100,6 +100,16 @@ export function createStatus({
       }, FLASH_MS);
     },
 
+    /** Take the news banner down now (what it said is no longer so). */
+    unflash() {
+      if (!flashTimer) return;
+      clearTimeout(flashTimer);
+      flashTimer = 0;
+      joined.hidden = true;
+      titleLead = "";
+      title();
+    },
+
     /** Set the smaller line under the status: move news, presence. */
     news(text) {
       if (detail.textContent !== text) detail.textContent = text;
