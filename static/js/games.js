@@ -53,7 +53,8 @@ export function createGames({ section, list }, { call }) {
       item.append(link);
       return item;
     }));
-    section.hidden = lines.length === 0;
+    // Only the game on screen: nothing to go back to.
+    section.hidden = lines.every((line) => line.id === current);
   }
 
   async function refresh(currentId) {

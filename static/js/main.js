@@ -13,7 +13,6 @@ import { createClock } from "./clock.js";
 import { createOffer } from "./offer.js";
 import { createReactions } from "./reactions.js";
 import { createSession } from "./session.js";
-import { createAbsence } from "./absence.js";
 
 const byId = (id) => document.getElementById(id);
 
@@ -30,6 +29,14 @@ function later(load, idle = {}) {
       return made.then((part) => part[name](...args));
     },
   });
+}
+// The opponent's absence line: its module comes with the first friend game with a seat away.
+let absence = null;
+function absent(game) {
+  if (!absence && (game.mode !== "friend" || !Object.values(game.online ?? {}).includes(false))) return;
+  absence ??= import("./absence.js").then((module) => module.createAbsence(
+    { line: byId("absence"), news: byId("absence").parentElement }));
+  absence.then((part) => part.render(game));
 }
 const chips = { X: byId("player-x"), O: byId("player-o") };
 let session = null; // the parts below reach it only once a player acts, after it is built
@@ -111,7 +118,7 @@ session = createSession({
     { chips, series: byId("series"), score: byId("score"), watching: byId("watching") },
     { onRename: (name) => session.rename(name) }),
   clock: createClock(chips, { onLow: (text) => status.announce(text) }),
-  absence: createAbsence({ line: byId("absence"), news: byId("absence").parentElement }),
+  absence: { render: absent },
   reactions: createReactions(byId("reactions"), chips, {
     onReact: (reaction) => session.react(reaction),
   }),
@@ -127,13 +134,17 @@ window.addEventListener("pointerdown", (event) => {
   if (event.pointerType === "touch") document.documentElement.classList.add("is-touch");
 }, { passive: true });
 
+// What the first load leaves for later (the games list, the service worker): the board first.
+const AFTER_READY_MS = 1500;
+
 // The last game of this device on screen at once, read only, while the socket comes up.
 session.restore();
 
 // The service worker (the page shell offline) once the board is usable: its precache never
 // competes with the first load.
 byId("app").addEventListener("ttt:ready", () => {
-  if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
+  if (!("serviceWorker" in navigator)) return;
+  setTimeout(() => navigator.serviceWorker.register("/sw.js").catch(() => {}), AFTER_READY_MS);
 }, { once: true });
 
 // "Your games": the player's live friend games, asked for with every game entered and when
@@ -141,7 +152,12 @@ byId("app").addEventListener("ttt:ready", () => {
 const games = later(() => import("./games.js").then((module) => module.createGames(
   { section: byId("my-games"), list: byId("my-games-list") },
   { call: (event, payload) => server.call(event, payload) })));
-byId("app").addEventListener("ttt:entered", (event) => games.refresh(event.detail));
+let entered = 0; // the first game's list waits until the board has been usable a moment
+byId("app").addEventListener("ttt:entered", (event) => {
+  entered += 1;
+  if (entered > 1) games.refresh(event.detail);
+  else setTimeout(() => games.refresh(event.detail), AFTER_READY_MS);
+});
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible" && byId("app").dataset.ready) games.refresh(null);
 });

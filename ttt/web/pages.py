@@ -82,13 +82,20 @@ def from_this_site(required: bool = True) -> bool:
                                                       _origin(request.host_url)}
 
 
+# Static answers that are never a document: the page's scripts, its stylesheet, its icons.
+SUBRESOURCES = frozenset({"text/javascript", "application/javascript", "text/css", "image/png"})
+
+
 @bp.after_app_request
 def security_headers(response):
     """Headers on every answer: a strict CSP and friends."""
-    response.headers.setdefault("Content-Security-Policy", CSP)
+    if not (request.endpoint == "static" and response.mimetype in SUBRESOURCES):
+        # A document's policies; a script, a stylesheet or a picture is no document (the
+        # browser ignores them there), and a first load is two dozen of those (issue 30).
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers["X-Frame-Options"] = "DENY"
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"
-    response.headers["X-Frame-Options"] = "DENY"
     response.headers.setdefault("Cache-Control", "no-cache")
     if request.endpoint == "static":
         # send_file's Content-Disposition says nothing a script or a stylesheet needs, and its
