@@ -690,3 +690,52 @@ def test_a_restart_asks_again_for_every_ai_move_left_waiting(table):
     table.thinker = Inline()
     assert table.resume() == 1
     assert len(table.store.get(game["id"]).moves) == 2
+
+
+# --- an absent friend never wins on your clock (PROTOCOL v4) -----------------------------------
+
+@pytest.mark.parametrize("seconds", [10, 30, 60])
+def test_an_absent_friend_never_wins_on_the_clock_of_the_player_on_move(table, clock, seconds):
+    """Ben leaves on Ana's turn: Ana keeps the turn, the move and her clock; her move puts the
+    clock on Ben, who loses on time if he does not come back. The claim delay is unchanged."""
+    ana, ben, gid = started(table, clock, seconds=seconds)
+    away = pushed(ben.leave(), room(gid, "X"))
+    assert away["online"]["O"] is False and away["turn"] == "X"
+    assert "move" in away["can"] and away["time_left"] == seconds
+    assert away["claimable_in"] == table.limits.claim_after
+    clock.now += seconds - 1  # all through her time, she is the one to move
+    mine = ana.ok("join", game=gid).answer["game"]
+    assert mine["turn"] == "X" and "move" in mine["can"] and mine["time_left"] == 1
+    assert mine["legal"] and mine["status"] == "playing"
+    moved = ana.ok("move", game=gid, cell=8).answer["game"]
+    assert moved["turn"] == "O" and moved["time_left"] == seconds
+    assert moved["claimable_in"] == table.limits.claim_after - (seconds - 1)
+    clock.now += seconds
+    views = {p.room: p.body() for p in table.tick()}
+    ended = views[room(gid, "X")]
+    assert ended["status"] == "won" and ended["winner"] == "X" and ended["reason"] == "time"
+
+
+# --- your games in one list (PROTOCOL v4 `games`) ----------------------------------------------
+
+def test_games_lists_the_live_friend_games_of_the_sender_only(table, clock):
+    ana, ben, first = friends(table, clock=30)
+    ben.ok("set_name", name="Ben")
+    ana.ok("move", game=first, cell=4)
+    second = ana.ok("new_game", mode="friend", you="O").answer["game"]["id"]  # nobody came yet
+    ana.ok("new_game", mode="ai", you="X", level="easy")  # not a friend game: not listed
+    lines = ana.ok("games").answer["games"]
+    assert [line["id"] for line in lines] == [first, second] or [
+        line["id"] for line in lines] == [second, first]
+    by_id = {line["id"]: line for line in lines}
+    assert by_id[first] == {
+        "id": first, "link": f"/g/{first}", "variant": "classic", "you": "X", "turn": "O",
+        "your_turn": False, "opponent": "Ben", "seated": True, "online": True, "clock": 30,
+        "time_left": by_id[first]["time_left"], "moves": 1}
+    assert by_id[first]["time_left"] == 30.0  # Ben's first-move window
+    assert by_id[second]["seated"] is False and by_id[second]["opponent"] is None
+    mine = ben.ok("games").answer["games"]
+    assert [(line["id"], line["your_turn"], line["you"]) for line in mine] == [(first, True, "O")]
+    ben.ok("resign", game=first)
+    assert [line["id"] for line in ana.ok("games").answer["games"]] == [second]
+    assert Person(table).ok("games").answer["games"] == []

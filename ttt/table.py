@@ -377,7 +377,7 @@ class Table(AiTurns, Endgame, Clocks):
                                     for seen in self.roles(match)])
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
-              "abort", "claim", "set_name", "react")
+              "abort", "claim", "set_name", "react", "games")
 
     def handle(self, event: str, sid: str, payload: Any) -> Reply:
         """Run one client event: refusals are answers, never exceptions."""

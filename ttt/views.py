@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ttt import wire
 from ttt.bots import is_bot_player
 from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
-from ttt.replies import Push, room
+from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
 from ttt.variants import VARIANTS
@@ -81,6 +81,32 @@ class Views:
         """The game to everyone who sees it, each role its own view (built when sent)."""
         return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
                 for role in self.roles(match)]
+
+    def games(self, sid: str, payload: dict) -> Any:
+        """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a
+        short line for the home page's list: whose turn, the opponent, the time left."""
+        player = self._player(sid)  # type: ignore[attr-defined]
+        found = []
+        for game_id in self.store.live_games(player):
+            match = self.store.get(game_id)
+            if match is None or match.mode != "friend" or match.is_over:
+                continue
+            role = match.role(player)
+            if role in SIDES:
+                found.append((self._game_line(match, role), match.updated))
+        # The games waiting for the player first, then the most recently changed.
+        found.sort(key=lambda pair: (not pair[0]["your_turn"], -pair[1]))
+        return Reply({"ok": True, "games": [line for line, _ in found]})
+
+    def _game_line(self, match: Match, role: str) -> dict[str, Any]:
+        game = self.view(match, role)
+        opponent = other(role)
+        name = game["names"].get(opponent) if isinstance(game.get("names"), dict) else None
+        return {"id": match.id, "link": f"/g/{match.id}", "variant": match.variant,
+                "you": role, "turn": game["turn"], "your_turn": "move" in game["can"],
+                "opponent": name, "seated": match.seats[opponent] is not None,
+                "online": game["online"][opponent], "clock": game.get("clock"),
+                "time_left": game.get("time_left"), "moves": len(match.moves)}
 
     def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
         role = match.role(player)

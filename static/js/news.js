@@ -45,7 +45,7 @@ export function describePresence(previous, game, you) {
   const Friend = friendName(game, you, { start: true });
   if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
   if (game.status !== "playing") return "";
-  if (previous.online[other] && !game.online[other]) return `${Friend} left — waiting for them to come back`;
+  if (previous.online[other] && !game.online[other]) return `${Friend} left`;
   if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
   return "";
 }

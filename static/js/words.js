@@ -103,10 +103,11 @@ export function describe(game, you) {
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return "Waiting for your friend to join";
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
-    // waited for; one who went away mid-game disconnected.
-    if (!game.online[other]) {
-      const started = game.moves.length > (game.start ?? 0);
-      return started ? `${Friend} disconnected` : `Waiting for ${friendName(game, you)}`;
+    // waited for. One who went away mid-game changes nothing here: the turn stays the main
+    // status (the player on move must move, or lose on time) and the absence is the second
+    // line (absence.js).
+    if (!game.online[other] && game.moves.length <= (game.start ?? 0)) {
+      return `Waiting for ${friendName(game, you)}`;
     }
   }
   if (game.turn === you) return `Your turn${whereWords(game)}`;

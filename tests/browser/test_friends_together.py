@@ -140,7 +140,9 @@ def test_every_change_is_said_on_screen_naming_the_person(open_page, device):
     # Left and came back, by name; resigned, by name.
     play({"host": host, "guest": guest}, [(0, "host"), (3, "guest")])
     guest.context.set_offline(True)
-    expect(detail["host"]).to_have_text("Ben left — waiting for them to come back")
+    expect(host.locator("#absence")).to_have_text(
+        re.compile(r"^Ben left · you can claim the win in (0:[0-5]\d|1:00)$"))
+    expect(status(host)).to_have_text("Your turn")
     guest.context.set_offline(False)
     expect(detail["host"]).to_have_text("Ben is back")
     guest.locator("#resign").click()
