@@ -9,23 +9,16 @@ of it in one transaction, so a move and its result are never split by a crash.
 
 from __future__ import annotations
 
-from ttt.store.base import (  # noqa: F401 (the package's words, as before)
+# The words other layers take from the package (the backends take theirs from ttt.store.base).
+from ttt.store.base import (  # noqa: F401
     KINDS,
-    MAX_RETRIES,
-    OUTCOMES,
     CapReached,
     Caps,
     Change,
-    Credit,
-    GameStore,
-    Housekeeping,
-    ProfileStore,
     Store,
     StoreUnavailable,
     Update,
-    add_credits,
     as_update,
-    by_kind,
     empty_record,
 )
 
