@@ -28,7 +28,7 @@ from flask import (
 from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_variants
 from ttt.bots.book import register
 from ttt.table import refusal
-from ttt.web.api import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site, site_url

@@ -26,7 +26,7 @@ import ttt.bots.sdk
 from ttt.bots import Bot, BotError, check_name, plays
 from ttt.match import SIDES
 from ttt.table import refusal, valid_id
-from ttt.web.api import (
+from ttt.web.botkit import (
     NOT_JSON,
     answer,
     book,

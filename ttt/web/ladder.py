@@ -20,7 +20,7 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_name, hash_token, same_hash
 from ttt.table import refusal, valid_id
-from ttt.web.api import (
+from ttt.web.botkit import (
     answer,
     book,
     connect,

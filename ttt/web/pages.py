@@ -27,7 +27,8 @@ from flask import (
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store, get_table, health
+from ttt.web import health
+from ttt.web.extensions import get_store, get_table
 
 bp = Blueprint("pages", __name__)
 
