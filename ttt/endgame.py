@@ -12,7 +12,7 @@ from typing import Any
 
 from ttt.endings import abort, claim, decline, offer_rematch, rematch, resign
 from ttt.match import AI, Match, MatchError, ai_to_move, other
-from ttt.payloads import game_id_of
+from ttt.payloads import from_of, game_id_of
 from ttt.replies import Push, Reply, room
 from ttt.store import Update
 from ttt.views import Views
@@ -22,6 +22,7 @@ class Endgame(Views):
     """The events that end a game off the board or follow its end."""
 
     rng: random.Random
+    _leave_ai: Callable[[str, str | None], tuple[dict | None, list[Push]]]  # ttt.table
 
     def rematch(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
@@ -30,7 +31,11 @@ class Endgame(Views):
         role = old.role(player)
         if role == "spectator":
             raise MatchError("spectator", "only the players can start a rematch")
+        # A live AI game is left by the rule first (PROTOCOL v4): the game shown (`from`),
+        # else, for an older client, the game rematched mid-game.
+        leaving = from_of(payload) if "from" in payload else game_id
         address = self.presence.connection(sid).address
+        left, left_pushes = self._leave_ai(player, leaving)
         names, origin = self._names_now(old), self.origin(address)
         counted: list[bool] = []
 
@@ -53,13 +58,16 @@ class Endgame(Views):
             before, old = self._update(game_id, change)
         if old.rematch_id is None:  # an offer, made now or before
             pushes = self.game_pushes(old) if old.rev != before.rev else []
-            return Reply({"ok": True, "started": False, "game": self.view(old, role)}, pushes)
+            return Reply({"ok": True, "started": False, "left": left,
+                          "game": self.view(old, role)}, left_pushes + pushes)
         continued = old.rev != before.rev  # this call started it
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
-            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
+            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True,
+                                         left=left)
         else:
-            reply = self._enter(sid, fresh, player, started=True)
+            reply = self._enter(sid, fresh, player, started=True, left=left)
+        reply.pushes[:0] = left_pushes
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
             reply.pushes.extend(self.game_pushes(old))
         # Everyone who saw the old game follows: each side now sits at the other.
