@@ -63,6 +63,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
         winner: null, status: "replay", turn: null, variant: game.variant,
         boards: state.review.boards?.[ply], next: state.review.next?.[ply] ?? null,
+        targets: state.review.targets?.[ply] ?? [],
       }, { fresh });
     }
     board.replaying(ply !== null);

@@ -166,14 +166,17 @@ export function createSession(parts, { call: send, app, calm }) {
     const told = left === true ? "" : left;
     status.clearNotice();
     fire("start");
-    const answer = await call("new_game", newGamePayload(settings));
+    // `from`: the game on screen, which the server ends by its rule when it is against the AI.
+    const from = state.game?.id ?? null;
+    const answer = await call("new_game", { ...newGamePayload(settings), from });
     if (asked !== state.starts) return null; // superseded: the newer call shows its game
     if (!answer.ok) {
       fire("failed");
       refused("new_game", answer);
       return false;
     }
-    enter(answer, { opening: true, lead: told });
+    const { leftWords } = await import("./leave.js");
+    enter(answer, { opening: true, lead: leftWords(answer.left) || told });
     return true;
   }
 

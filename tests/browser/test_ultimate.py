@@ -203,9 +203,10 @@ def test_the_settings_offer_ultimate_without_a_perfect_ai_and_rematch_keeps_it(
         expect(page.locator(".ucell[data-mark='O']")).to_have_count(1, timeout=15_000)
         expect(status(page)).to_have_text(re.compile(r"^Your turn · "))
 
-        # Back to classic: one move in, leaving is not a loss and nobody asks; the perfect AI
+        # Back to classic: one move in, leaving is asked about and not a loss; the perfect AI
         # is offered again.
         setting(page, "variant", "classic")
+        page.get_by_role("dialog").locator("[data-leave='go']").click()
         expect(page.locator("#detail")).to_have_text("The game you left was not counted")
         expect(page.locator("#board-wrap")).to_be_visible()
         expect(page.locator("#ultimate-wrap")).to_be_hidden()
