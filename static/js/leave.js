@@ -66,9 +66,10 @@ export function leaving(game) {
   };
 }
 
-/** What the server did with the game left (an answer's `left`, PROTOCOL v4), in words, or "". */
-export function leftWords(left) {
-  if (!left) return "";
+/** What the server did with `game` (the view left) as the answer's `left` says (PROTOCOL v4),
+ * in words, or "": worth a word only once the person had put a mark down. */
+export function leftWords(left, game) {
+  if (!left || !game || left.game !== game.id || !marked(game)) return "";
   if (left.status === "aborted") return "The game you left was not counted";
   return left.reason === "resign" ? "The game you left counted as a loss" : "";
 }

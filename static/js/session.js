@@ -167,8 +167,8 @@ export function createSession(parts, { call: send, app, calm }) {
     status.clearNotice();
     fire("start");
     // `from`: the game on screen, which the server ends by its rule when it is against the AI.
-    const from = state.game?.id ?? null;
-    const answer = await call("new_game", { ...newGamePayload(settings), from });
+    const shown = state.game;
+    const answer = await call("new_game", { ...newGamePayload(settings), from: shown?.id ?? null });
     if (asked !== state.starts) return null; // superseded: the newer call shows its game
     if (!answer.ok) {
       fire("failed");
@@ -176,7 +176,7 @@ export function createSession(parts, { call: send, app, calm }) {
       return false;
     }
     const { leftWords } = await import("./leave.js");
-    enter(answer, { opening: true, lead: leftWords(answer.left) || told });
+    enter(answer, { opening: true, lead: leftWords(answer.left, shown) || told });
     return true;
   }
 

@@ -360,14 +360,19 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
     expect(status(page)).to_have_text("O to move · centre board")
 
     page.locator("#evaluations-switch").click()
-    estimates = page.locator(".ucell[data-score]")
-    expect(estimates).to_have_count(8)  # the free squares of board 5, and nowhere else
+    judged = page.locator(".ucell[data-estimate]")
+    expect(judged).to_have_count(8)  # the free squares of board 5, and nowhere else
     assert page.eval_on_selector_all(
-        ".ucell[data-score]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
+        ".ucell[data-estimate]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
+    # A square the search visited enough shows its estimate; any other says it was not judged.
+    estimates = page.locator(".ucell[data-score]")
     expect(estimates.first.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
     expect(estimates.first).to_have_attribute(
-        "aria-label", re.compile(r"^centre board, top left, empty, expected score about \d{1,3}%, "
+        "aria-label", re.compile(r"^centre board, .+, empty, expected score about \d{1,3}%, "
                                  r"estimated by search; you must play in the centre board$"))
+    for cell in page.locator(".ucell[data-estimate='none']").all():
+        expect(cell.locator(".ueval")).to_have_text("?")
+        expect(cell).to_have_attribute("aria-label", re.compile(r", not evaluated: "))
     expect(page.locator("text=/estimated by search/ >> visible=true").first).to_be_visible()
     axe: list[str] = []
     audit(page, "ultimate evaluations", axe)
