@@ -364,20 +364,25 @@ def test_evaluations_and_hints_at_ultimate_are_estimated_chances(open_page):
     expect(judged).to_have_count(8)  # the free squares of board 5, and nowhere else
     assert page.eval_on_selector_all(
         ".ucell[data-estimate]", "cells => cells.every(c => Math.floor(c.dataset.ucell / 9) === 4)")
-    # A square the search visited enough shows its estimate; any other says it was not judged.
-    estimates = page.locator(".ucell[data-score]")
-    expect(estimates.first.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
-    expect(estimates.first).to_have_attribute(
-        "aria-label", re.compile(r"^centre board, .+, empty, expected score about \d{1,3}%, "
-                                 r"estimated by search; you must play in the centre board$"))
-    for cell in page.locator(".ucell[data-estimate='none']").all():
-        expect(cell.locator(".ueval")).to_have_text("?")
-        expect(cell).to_have_attribute("aria-label", re.compile(r", not evaluated: "))
+    # A square the search visited enough shows its estimate; any other says it was not judged
+    # (how many are judged depends on how busy the machine is: the search has 0.4 s).
+    for square_ in judged.all():
+        if square_.get_attribute("data-score") is not None:
+            expect(square_.locator(".ueval")).to_have_text(re.compile(r"^~\d{1,3}%$"))
+            expect(square_).to_have_attribute("aria-label", re.compile(
+                r"^centre board, .+, empty, expected score about \d{1,3}%, "
+                r"estimated by search; you must play in the centre board$"))
+        else:
+            expect(square_).to_have_attribute("data-estimate", "none")
+            expect(square_.locator(".ueval")).to_have_text("?")
+            expect(square_).to_have_attribute("aria-label", re.compile(
+                r"^centre board, .+, empty, not evaluated: the search did not look at it "
+                r"enough; you must play in the centre board$"))
     expect(page.locator("text=/estimated by search/ >> visible=true").first).to_be_visible()
     axe: list[str] = []
     audit(page, "ultimate evaluations", axe)
     page.locator("#evaluations-switch").click()
-    expect(estimates).to_have_count(0)
+    expect(judged).to_have_count(0)
 
     page.locator("#hint-button").click()
     expect(page.locator(".ucell.is-suggested")).not_to_have_count(0)
