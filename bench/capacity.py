@@ -43,6 +43,7 @@ from bench.common import (
     busy_cores,
     close_all,
     machine_ticks,
+    measure_each,
     note,
     percentile,
     quiet_warning,
@@ -293,16 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "modes": {},
     }
-    status = 0
     started = time.monotonic()
     report["warnings"] = [w for w in [quiet_warning(busy_cores())] if w]
-    for i, mode in enumerate(modes):
-        share = (args.budget - (time.monotonic() - started)) / (len(modes) - i)
-        try:
-            report["modes"][mode] = measure_mode(mode, args, share)
-        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
-            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
-            status = 1
+
+    def measure(index: int, mode: str) -> dict:  # each set-up its share of the time left
+        share = (args.budget - (time.monotonic() - started)) / (len(modes) - index)
+        return measure_mode(mode, args, share)
+
+    status = measure_each(modes, measure, report)
     for mode, r in report["modes"].items():
         shared = [lv for lv in r.get("levels", []) if (lv["other_cpu_cores"] or 0) > 0.3]
         if shared:

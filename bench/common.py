@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,26 @@ def quiet_warning(cores: float) -> str | None:
         return None
     return (f"the machine was busy before the run ({cores:g} cores in use by other "
             "processes): these figures are worse than a quiet machine's")
+
+
+class Skipped(Exception):
+    """A set-up this machine cannot run (its message is the report's words)."""
+
+
+def measure_each(modes: list[str], measure: Callable[[int, str], dict], report: dict) -> int:
+    """`measure(index, mode)` for each server set-up, into report["modes"]; the exit status
+    (1 when any set-up was skipped or failed: that one is reported, never raised)."""
+    status = 0
+    for index, mode in enumerate(modes):
+        try:
+            report["modes"][mode] = measure(index, mode)
+        except Skipped as skipped:
+            report["modes"][mode] = {"error": f"skipped: {skipped}"}
+            status = 1
+        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
+            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
+            status = 1
+    return status
 
 
 # --- server processes --------------------------------------------------------------------------

@@ -39,10 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (  # noqa: E402 - after the path set-up above
     MODES,
     ServerProcess,
+    Skipped,
     SyncPlayer,
     busy_cores,
     close_all,
     machine_ticks,
+    measure_each,
     note,
     percentile,
     quiet_warning,
@@ -256,19 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         "modes": {},
     }
     report["warnings"] = [w for w in [quiet_warning(busy_cores())] if w]
-    status = 0
-    for mode in ([args.only] if args.only else MODES):
+
+    def measure(index: int, mode: str) -> dict:
         if mode == "gevent" and not all(importlib.util.find_spec(m)
                                         for m in ("gunicorn", "gevent", "packaging")):
-            report["modes"][mode] = {"error": "skipped: needs the prod extra "
-                                              "(gunicorn, gevent, packaging)"}
-            status = 1
-            continue
-        try:
-            report["modes"][mode] = measure_mode(mode, args)
-        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
-            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
-            status = 1
+            raise Skipped("needs the prod extra (gunicorn, gevent, packaging)")
+        return measure_mode(mode, args)
+
+    status = measure_each([args.only] if args.only else list(MODES), measure, report)
     for mode, r in report["modes"].items():
         busy = [f"{app} {r[app]['other_cpu_cores']}" for app in ("game", "echo")
                 if app in r and (r[app]["other_cpu_cores"] or 0) > 0.3]
