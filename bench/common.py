@@ -9,8 +9,10 @@ an earlier commit), with a throwaway SQLite store and no rate limit, or the bare
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
+import platform
 import random
 import resource
 import secrets
@@ -154,6 +156,27 @@ def quiet_warning(cores: float) -> str | None:
 
 class Skipped(Exception):
     """A set-up this machine cannot run (its message is the report's words)."""
+
+
+def new_report(args: Any, machine: str, server: str) -> dict:
+    """The report of a benchmark run: when, where, what with; its set-ups go in "modes"."""
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
+                   f"{platform.python_version()}{machine}",
+        "server": server,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "modes": {},
+        "warnings": [w for w in [quiet_warning(busy_cores())] if w],
+    }
+
+
+def show(report: dict, as_json: bool, table: Callable[[dict], None]) -> None:
+    """The report as one JSON object, or as the benchmark's table for people."""
+    if as_json:
+        print(json.dumps(report), flush=True)
+    else:
+        table(report)
 
 
 def measure_each(modes: list[str], measure: Callable[[int, str], dict], report: dict) -> int:

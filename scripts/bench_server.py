@@ -23,11 +23,8 @@ time; nothing here asserts a timing.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,14 +38,14 @@ from bench.common import (  # noqa: E402 - after the path set-up above
     ServerProcess,
     Skipped,
     SyncPlayer,
-    busy_cores,
     close_all,
     machine_ticks,
     measure_each,
+    new_report,
     note,
     percentile,
-    quiet_warning,
     raise_nofile,
+    show,
     wire_size,
 )
 from bench.swarm import Swarm  # noqa: E402
@@ -249,15 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.server_root / "app.py").is_file():
         parser.error(f"--server-root {args.server_root}: no app.py there")
     raise_nofile()
-    report = {
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}",
-        "server": f"{args.server_root.resolve()} @ {source_state(args.server_root)}",
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "modes": {},
-    }
-    report["warnings"] = [w for w in [quiet_warning(busy_cores())] if w]
+    report = new_report(args, "", f"{args.server_root.resolve()} @ "
+                                  f"{source_state(args.server_root)}")
 
     def measure(index: int, mode: str) -> dict:
         if mode == "gevent" and not all(importlib.util.find_spec(m)
@@ -273,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             report["warnings"].append(f"{mode}: other processes used cores during the "
                                       f"throughput rounds ({', '.join(busy)}): run again on "
                                       "a quiet machine")
-    if args.json:
-        print(json.dumps(report), flush=True)
-    else:
-        print_table(report)
+    show(report, args.json, print_table)
     return status
 
 
