@@ -635,6 +635,20 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def _live(self, pid: str) -> int:
         return sum(1 for g in self.games.values() if not g.over and pid in g.seats.values())
 
+    def _left_by(self, player: Player, gid: str | None) -> dict | None:
+        """PROTOCOL v4: the live AI game a new game or a rematch leaves ends by the rule,
+        called off while abortable, else resigned; the answer's `left` (None: nothing left)."""
+        game = self.games.get(gid) if gid else None
+        role = game.role(player.pid) if game else None
+        if game is None or game.mode != "ai" or game.over or role not in ("X", "O"):
+            return None
+        if game.abortable:
+            game.finish, game.aborted_by = ("abort", None), role
+        else:
+            game.finish = ("resign", other(role))
+        game.deadline = None
+        return {"game": game.id, "status": game.status, "reason": game.finish[0]}
+
     def _player(self, pid: str) -> Player:
         return next(p for p in self.players if p.pid == pid)
 
@@ -723,6 +737,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
             if left.mode == "local" and left.id != gid and not left.over and (
                     left.seats["X"] == player.pid):
                 left.finish = ("abandoned", None)
+        # No `from` (a version 3 client): the player's current game is left by the rule.
+        assert answer["left"] == self._left_by(player, self.current[player.pid]), answer["left"]
         self._show(player, gid)
         self._check_seated(answer, player, game)
 
@@ -977,6 +993,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
         assert game is not None
         created = [gid for gid in self.store._games if gid not in known]
         if kind == "offer":
+            assert answer["left"] is None
             assert created == [] and answer["started"] is False
             game.offer = role
             self._ended(player, answer, game, record=False)
@@ -984,8 +1001,11 @@ class TicTacToeMachine(RuleBasedStateMachine):
         assert answer["started"] is True
         if kind == "start":
             assert created == [answer["game"]["id"]]
+            # No `from`: the game rematched is the one left (a live AI game ends by the rule).
+            assert answer["left"] == self._left_by(player, game.id), answer["left"]
             fresh = self._start_rematch(game, created[0])
         else:
+            assert answer["left"] is None
             assert created == [] and answer["game"]["id"] == game.rematch_id
             fresh = self.games[game.rematch_id]
         self._show(player, fresh.id)

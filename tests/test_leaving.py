@@ -143,3 +143,26 @@ def test_the_idle_purge_ends_abandoned_ai_games_by_the_same_rule(table, clock):
     assert table.store.get(friends["id"]).status == "playing"
     assert table.store.get(fresh["id"]).status == "playing"
     assert {p.room for p in pushes if p.event == "game"} >= {f"g:{lost['id']}:X"}
+
+
+def test_a_refused_new_game_or_rematch_leaves_nothing(table):
+    """A refusal changes nothing: the game shown is left only once the new one is made."""
+    table.limits = Limits(creations_per_minute=0, live_per_player=2)
+    store = table.store
+    ana = Person(table)
+    ana.ok("new_game", mode="friend", you="X")
+    shown = moved(ana, ana.ok("new_game", **PERFECT, **{"from": None}).answer["game"], 2)
+    assert ana.code("new_game", **PERFECT, **{"from": shown["id"]}) == "not_allowed"
+    assert store.get(shown["id"]).status == "playing"
+    assert store.record(ana.player)["perfect"]["losses"] == 0
+    # A rematch ends the game it replaces in its own write: whether that game still counts
+    # against the cap there is the store's (SQLite counts after the write, the others before);
+    # either way a refusal changes nothing and an acceptance is the loss.
+    answer = ana("rematch", game=shown["id"], **{"from": shown["id"]}).answer
+    if answer["ok"]:
+        assert answer["left"]["reason"] == "resign" and store.count_live(ana.player) == 2
+        assert store.record(ana.player)["perfect"]["losses"] == 1
+    else:
+        assert answer["error"]["code"] == "not_allowed"
+        assert store.get(shown["id"]).status == "playing"
+        assert store.record(ana.player)["perfect"]["losses"] == 0

@@ -210,8 +210,6 @@ class Table(AiTurns, Endgame, Clocks):
         leaving = self._leaving(player, payload)
         conn = self.presence.connection(sid)
         self._take_creation(player, conn.address)
-        # The game the page showed ends first (PROTOCOL v4): its slot is free for this one.
-        left, left_pushes = self._leave_ai(player, leaving)
         name = self.store.name(player) if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
@@ -220,6 +218,9 @@ class Table(AiTurns, Endgame, Clocks):
         with self._capped():
             self.store.create(match, self._caps())
         abandoned = self._abandon_local(player, keep=match.id)  # before the games left's views
+        # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
+        # game is made, so a refused new game changes nothing.
+        left, left_pushes = self._leave_ai(player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
             reply = self._enter_thinking(sid, self._think_later(match), player, left=left)
         else:
@@ -230,18 +231,13 @@ class Table(AiTurns, Endgame, Clocks):
     # --- leaving a game against the AI (PROTOCOL v4): the server's rule, not the page's -----
 
     def _leaving(self, player: str, payload: dict) -> str | None:
-        """The id of the game a new game or a rematch leaves: the payload's `from` (checked
-        here, before anything changes), else, for a version 3 client that sends none, the
-        player's most recently touched live game against the AI."""
+        """The id of the game a new game leaves: the payload's `from` (checked here, before
+        anything changes), else, for a version 1-3 client that sends none, the player's
+        current game (the one it last made or opened: a one-tab page's game on screen).
+        `_leave_ai` ends it only if it is a live game of the player against the AI."""
         if "from" in payload:
             return from_of(payload)
-        latest: Match | None = None
-        for game_id in self.store.live_games(player):
-            match = self.store.get(game_id)
-            if (match is not None and match.mode == "ai" and not match.is_over
-                    and (latest is None or match.updated > latest.updated)):
-                latest = match
-        return latest.id if latest else None
+        return self.store.current(player)
 
     def _leave_ai(self, player: str, game_id: str | None) -> tuple[dict | None, list[Push]]:
         """End `game_id` when it is a live game of the player against the AI: called off while
