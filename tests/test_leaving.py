@@ -4,11 +4,14 @@ resigned (a loss, in the record) after; friend games never; the idle purge by th
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.test_table import Person  # `clock` and `table`: tests/conftest.py
 from ttt.store import open_store
 from ttt.table import Limits, Table
+from ttt.web import create_app, housekeeping
 from ttt.web.presence import MemorySeats, Presence
 
 PERFECT = {"mode": "ai", "you": "X", "level": "perfect"}
@@ -166,3 +169,40 @@ def test_a_refused_new_game_or_rematch_leaves_nothing(table):
         assert answer["error"]["code"] == "not_allowed"
         assert store.get(shown["id"]).status == "playing"
         assert store.record(ana.player)["perfect"]["losses"] == 0
+
+
+def test_the_purge_round_ends_ai_games_left_untouched():
+    """Closing the tab does not escape the rule: the served app's purge round ends them."""
+    app = create_app({"TESTING": True, "SECRET_KEY": "x", "TTT_STORE": "memory://",
+                      "TTT_PURGE_EVERY": 0, "TTT_AI_LEFT_AFTER": 0})
+    table = app.extensions["ttt_table"]
+    ana = Person(table)
+    game = moved(ana, ana.ok("new_game", **PERFECT).answer["game"], 2)
+
+    class Stop(BaseException):
+        pass
+
+    class OneRound:
+        def __init__(self, real) -> None:
+            self.real, self.rounds = real, 0
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+        def sleep(self, seconds) -> None:
+            self.rounds += 1
+            if self.rounds > 1:
+                raise Stop
+
+    real = app.extensions["ttt_socketio"]
+    app.extensions["ttt_socketio"] = OneRound(real)
+    try:
+        with contextlib.suppress(Stop):
+            housekeeping._leases_and_purges(app)
+    finally:
+        app.extensions["ttt_socketio"] = real
+    store = app.extensions["ttt_store"]
+    assert store.get(game["id"]).reason == "resign"
+    assert store.record(ana.player)["perfect"]["losses"] == 1
+    table.thinker.close()
+    store.close()

@@ -61,7 +61,9 @@ def _leases_and_purges(app: Flask) -> None:
                 # A closed tab does not escape the leaving rule: an AI game left untouched
                 # ends by it (a loss from the person's second move), before any purge.
                 table: Table = app.extensions["ttt_table"]
-                emit_all(socketio, table.leave_idle(now - config["TTT_AI_LEFT_AFTER"]))
+                if left := table.leave_idle(now - config["TTT_AI_LEFT_AFTER"]):
+                    emit_all(socketio, left)
+                    log.info("ended the AI games left untouched for TTT_AI_LEFT_AFTER")
                 gone = store.purge(now - config["TTT_FINISHED_TTL"],
                                    now - config["TTT_IDLE_TTL"],
                                    now - config["TTT_UNTOUCHED_TTL"])
