@@ -175,8 +175,10 @@ export function createSession(parts, { call: send, app, calm }) {
       refused("new_game", answer);
       return false;
     }
-    const { leftWords } = await import("./leave.js");
-    enter(answer, { opening: true, lead: leftWords(answer.left, shown) || told });
+    // What the server did with the game left, said; leave.js only when a game was left (it is
+    // not part of the first load).
+    const said = answer.left ? (await import("./leave.js")).leftWords(answer.left, shown) : "";
+    enter(answer, { opening: true, lead: said || told });
     return true;
   }
 

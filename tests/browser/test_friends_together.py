@@ -82,9 +82,12 @@ def test_the_board_and_its_status_stay_in_view_after_each_event(open_page, size,
     assert_in_view(guest, "joined the game")
 
     # Both resign out of the way quickly: X moves, O resigns; then the rematch is offered.
-    host.locator(".ucell[aria-disabled='false'], .cell[aria-disabled='false']").first.click()
+    # The board on screen (the other one, hidden, keeps its last game).
+    host.locator(".ucell[aria-disabled='false']:visible, .cell[aria-disabled='false']:visible"
+                 ).first.click()
     expect(status(guest)).to_have_text(re.compile("^Your turn"))
-    guest.locator(".ucell[aria-disabled='false'], .cell[aria-disabled='false']").first.click()
+    guest.locator(".ucell[aria-disabled='false']:visible, .cell[aria-disabled='false']:visible"
+                  ).first.click()
     expect(status(guest)).to_have_text(re.compile("'s turn$"))
     guest.locator("#resign").click()
     guest.get_by_role("dialog").locator("[data-leave='go']").click()
