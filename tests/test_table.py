@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import threading
 
 import pytest
@@ -12,34 +11,6 @@ from ttt.store import open_store
 from ttt.table import Limits, Reply, Table, room
 from ttt.thinker import Inline, Scheduler
 from ttt.web.presence import MemorySeats, Presence
-
-
-class Clock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def table(request, clock, tmp_path):
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-    else:
-        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
-    store = open_store(url)
-    presence = Presence(MemorySeats(clock), clock)
-    yield Table(store, presence, clock=clock, rng=random.Random(3),
-                limits=Limits(creations_per_minute=0))
-    store.close()
 
 
 class Person:
@@ -497,7 +468,7 @@ def test_live_games_per_player_are_capped(clock):
     table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
                   limits=Limits(creations_per_minute=0, live_per_player=2, live_total=3))
     ana, ben = Person(table), Person(table)
-    ai = {"mode": "ai", "you": "X", "level": "easy"}
+    ai = {"mode": "ai", "you": "X", "level": "easy", "from": None}  # several tabs: none left
     ana.ok("new_game", **ai)
     ana.ok("new_game", **ai)
     assert "too many" in ana("new_game", **ai).answer["error"]["message"]
@@ -686,7 +657,8 @@ def test_a_restart_asks_again_for_every_ai_move_left_waiting(table):
     ana = Person(table)
     game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
     ana.ok("move", game=game["id"], cell=40)
-    ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate")  # X to move: none
+    # A second tab (X to move: nothing waits there); the first game stays on.
+    ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate", **{"from": None})
     table.thinker = Inline()
     assert table.resume() == 1
     assert len(table.store.get(game["id"]).moves) == 2

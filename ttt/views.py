@@ -16,7 +16,7 @@ from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
 from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
-from ttt.variants import VARIANTS
+from ttt.variants import VARIANTS, record_key
 
 if TYPE_CHECKING:
     from ttt.table import Limits
@@ -35,7 +35,10 @@ class Views:
 
     def config(self) -> dict[str, Any]:
         """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
-        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells}
+        # `records`: each level's row in the record (PROTOCOL v4), made by the server only.
+        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells,
+                                    "records": {level: record_key(name, level)
+                                                for level in rules.levels}}
                              for name, rules in VARIANTS.items()},
                 "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
                 "claim_after": self.limits.claim_after}
@@ -61,6 +64,8 @@ class Views:
         game = wire.view(match, role, online=self.presence.online(match.id),
                          claimable_in=self.claimable_in(match, role),
                          watchers=self.presence.watchers(match.id), now=self.clock())
+        # The row of the record this game counts in, made here so no client builds it.
+        game["record_key"] = record_key(match.variant, match.level) if match.level else None
         bots = [m for m in SIDES if is_bot_player(match.seats[m])]
         if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
             game["bot_seats"] = bots

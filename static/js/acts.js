@@ -190,9 +190,11 @@ export function createActs(session) {
   async function rematch() {
     const game = now().game;
     if (!game) return;
+    // A rematch in the middle of a game leaves it: asked first; the server ends it (`from`).
+    if (game.status === "playing" && !(await leaveFirst())) return;
     status.clearNotice();
     shared.asked = game.id;
-    const answer = await call("rematch", { game: game.id });
+    const answer = await call("rematch", { game: game.id, from: game.id });
     if (!answer.ok) {
       shared.asked = null;
       refused("rematch", answer);

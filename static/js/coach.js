@@ -63,6 +63,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
         winner: null, status: "replay", turn: null, variant: game.variant,
         boards: state.review.boards?.[ply], next: state.review.next?.[ply] ?? null,
+        targets: state.review.targets?.[ply] ?? [],
       }, { fresh });
     }
     board.replaying(ply !== null);
@@ -190,9 +191,12 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       }
       const { best } = answer;
       const estimated = game.variant === "ultimate" ? " · estimated by search" : "";
-      const words = best.length <= 2
-        ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best, game.variant)}${estimated}`
-        : `Hint: ${best.length} moves as good as each other${estimated}`;
+      // An empty `best`: nothing the search could vouch for in its time (PROTOCOL v4).
+      let words = `Hint: no move evaluated in time — try again${estimated}`;
+      if (best.length > 2) words = `Hint: ${best.length} moves as good as each other${estimated}`;
+      else if (best.length) {
+        words = `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best, game.variant)}${estimated}`;
+      }
       news(words);
       announce(words);
     },

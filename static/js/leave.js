@@ -9,11 +9,17 @@ function somebodyThere(game) {
   return game.mode === "friend" && game.seats[other] === "human";
 }
 
+/** Whether the person has put a mark on the board of `game`: only then is leaving asked about. */
+function marked(game) {
+  return game.moves.some((cell) => game.board[cell] === game.you);
+}
+
 /**
- * What leaving `game` (a view) does, or null when it needs no word: `event` is sent first
- * ("resign", "abort", "decline" or null); `ask` says whether to ask; `title`, `text` and `go`
- * are the dialog's words; `told`: what to say once it is done. Which of those events the
- * server takes now comes in the view's `can`: nothing here decides it.
+ * What leaving `game` (a view) needs, or null when nothing: `event` is sent first ("abort" or
+ * "decline" for a friend or two people at one screen, else null); `ask` says whether to ask;
+ * `title`, `text` and `go` are the dialog's words. A game against the AI is ended by the server
+ * itself when the next game is asked for (PROTOCOL v4 `from`): the page only asks, in words
+ * made from the view's `can`, and sends nothing for it.
  */
 export function leaving(game) {
   if (!game) return null;
@@ -32,30 +38,40 @@ export function leaving(game) {
     const text = event ? "The game is cancelled: it counts nowhere." : "The game will be left as it is.";
     return { event, ask: true, title, text, go: "Leave" };
   }
+  if (game.mode === "ai") {
+    if (!marked(game)) return null; // nothing of the person's is on the board: nothing to lose
+    return can.has("abort")
+      ? { event: null, ask: true, title, text: "The game is not counted: nobody wins.", go: "Leave" }
+      : {
+        event: null, ask: true, title,
+        text: "You resign: this counts as a loss against the AI.", go: "Resign and leave",
+      };
+  }
+  if (game.mode !== "friend") return null;
   if (can.has("abort")) {
     // Nothing that counts is lost: only a friend who is there is asked about.
     if (!somebodyThere(game)) {
       // Worth a word only once the player had put a mark down.
-      const played = game.moves.some((cell) => game.board[cell] === you);
-      return { event: "abort", ask: false, told: played ? "The game you left was not counted" : "" };
+      return { event: "abort", ask: false, told: marked(game) ? "The game you left was not counted" : "" };
     }
     return {
       event: "abort", ask: true, title,
       text: "The game is cancelled: nobody wins, and it counts nowhere.", go: "Cancel it and leave",
     };
   }
-  if (game.mode === "ai" && can.has("resign")) {
-    return {
-      event: "resign", ask: true, title,
-      text: "You resign: this counts as a loss against the AI.", go: "Resign and leave",
-    };
-  }
-  if (game.mode !== "friend") return null;
   const friend = friendName(game, you);
   return {
     event: null, ask: true, title,
     text: `The game stays open: ${friend} can claim it in ${claimWords()}.`, go: "Leave",
   };
+}
+
+/** What the server did with `game` (the view left) as the answer's `left` says (PROTOCOL v4),
+ * in words, or "": worth a word only once the person had put a mark down. */
+export function leftWords(left, game) {
+  if (!left || !game || left.game !== game.id || !marked(game)) return "";
+  if (left.status === "aborted") return "The game you left was not counted";
+  return left.reason === "resign" ? "The game you left counted as a loss" : "";
 }
 
 /** The words of the Resign and Abort buttons' question. */

@@ -199,14 +199,19 @@ export function createSession(parts, { call: send, app, calm }) {
     const told = left === true ? "" : left;
     status.clearNotice();
     fire("start");
-    const answer = await call("new_game", newGamePayload(settings));
+    // `from`: the game on screen, which the server ends by its rule when it is against the AI.
+    const shown = state.game;
+    const answer = await call("new_game", { ...newGamePayload(settings), from: shown?.id ?? null });
     if (asked !== state.starts) return null; // superseded: the newer call shows its game
     if (!answer.ok) {
       fire("failed");
       refused("new_game", answer);
       return false;
     }
-    enter(answer, { opening: true, lead: told });
+    // What the server did with the game left, said; leave.js only when a game was left (it is
+    // not part of the first load).
+    const said = answer.left ? (await import("./leave.js")).leftWords(answer.left, shown) : "";
+    enter(answer, { opening: true, lead: said || told });
     return true;
   }
 

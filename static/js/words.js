@@ -2,12 +2,15 @@
 // offers, reactions, the score, the review's summary. Pure functions of the view.
 import { CELL_NAMES, placeWords } from "./squares.js";
 
-/** Where the side on move must play in an ultimate game, as the view's `next` says, or "":
- * "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
+/** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
+ * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
 export function playWhere(game) {
   if (game.variant !== "ultimate" || game.status !== "playing") return "";
-  return game.next === null || game.next === undefined ? "any open board"
-    : `${CELL_NAMES[game.next]} board`;
+  const targets = game.targets ?? [];
+  if (targets.length === 1) return `${CELL_NAMES[targets[0]]} board`;
+  const open = [...(game.boards ?? "")].filter((state) => state === ".").length;
+  if (!targets.length || targets.length === open) return "any open board";
+  return `${targets.map((b) => CELL_NAMES[b]).join(" or ")} board`;
 }
 
 function whereWords(game) {

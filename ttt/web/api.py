@@ -93,7 +93,8 @@ def challenge(bot: Bot):
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
     sid = connect(bot)
     room_for(bot)
-    event: dict[str, Any] = {"you": you, "variant": variant}
+    # A bot plays many games at once: a new one leaves none of them (PROTOCOL v4 `from`).
+    event: dict[str, Any] = {"you": you, "variant": variant, "from": None}
     if clock is not None:
         event["clock"] = clock
     if opponent.startswith("ai:"):

@@ -20,7 +20,7 @@ from ttt.bots.book import Book
 from ttt.match import SIDES, MatchError
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
-from ttt.variants import VARIANTS
+from ttt.variants import VARIANTS, record_key
 from ttt.web.events import client_address, emit_all
 from ttt.web.extensions import get_hub
 from ttt.web.hub import Hub, bot_room
@@ -205,7 +205,7 @@ def card(bot: Bot) -> dict[str, Any]:
     record = table().store.record(bot.player)
     vs_ai: dict[str, dict[str, dict[str, int]]] = {}
     for name, rules in VARIANTS.items():
-        vs_ai[name] = {level: record.get(level if name == "classic" else f"{name}-{level}",
+        vs_ai[name] = {level: record.get(record_key(name, level),
                                          {"wins": 0, "draws": 0, "losses": 0})
                        for level in rules.levels}
     return {**bot.public(), "vs_ai": vs_ai, "online": hub().online(bot.player)}

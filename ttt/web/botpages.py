@@ -149,7 +149,8 @@ def play(name: str):
     if not presence.connect(sid, person, 2.0, address):
         return render_template("bot.html", bot=card(bot), error="Too many tabs open."), 429
     try:
-        made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant},
+        made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant,
+                                    "from": None},  # no game of the person is left
                    limited=False)
         if not made.get("ok"):
             return render_template("bot.html", bot=card(bot),
