@@ -56,9 +56,12 @@ class _NoClientTracebacks(logging.Filter):
 
 
 def _in_decode(tb: Any) -> bool:
-    """Whether the exception was raised while decoding a packet (the client's bytes)."""
+    """Whether the exception was raised while decoding a packet (the client's bytes), or
+    raised by python-socketio's packet dispatch itself for a packet type a client may not
+    send (a CONNECT_ERROR, an unknown type): both are the client's bytes, not our bug."""
     while tb is not None:
-        if tb.tb_frame.f_code.co_name == "decode":
+        name = tb.tb_frame.f_code.co_name
+        if name == "decode" or (name == "_handle_eio_message" and tb.tb_next is None):
             return True
         tb = tb.tb_next
     return False
