@@ -153,3 +153,36 @@ def test_one_prefix_with_many_games_gets_one_turn_per_round():
     assert max(honest.waits) <= REPLY_BOUND + EPSILON
     # One worker's share, taken by game in turn: every game answered, none twice ahead.
     assert len(waits) == 80 and min(waits.values()) >= max(waits.values()) - 1 >= 1
+
+
+def test_past_capacity_a_new_hard_game_is_busy_naming_the_level_that_starts():
+    """The table's side: new Ultimate `hard` games from new addresses are answered `busy` with
+    `available` once the rotation is full; an address already in it, an easy game, a classic
+    game and a move in a running game all go on."""
+    from tests.test_table import Clock, Person
+    from ttt.store import open_store
+    from ttt.table import Limits, Table
+    from ttt.web.presence import MemorySeats, Presence
+
+    clock = Clock()
+    pool = Scheduler([], slots=1)  # no worker: searches wait, nothing runs
+    table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0), thinker=pool)
+    hard = {"mode": "ai", "variant": "ultimate", "level": "hard", "you": "X"}
+    first = Person(table, address="2001:db8:0:1::1")
+    game = first.ok("new_game", **hard).answer["game"]
+    assert game["budget_full"] == 1.2
+    for n in range(2, pool.capacity() + 1):
+        Person(table, address=f"10.0.0.{n}").ok("new_game", **hard)
+    late = Person(table, address="10.0.1.1")
+    answer = late("new_game", **hard).answer
+    assert answer["error"]["code"] == "busy" and answer["available"] == ["easy"]
+    assert answer["error"]["available"] == ["easy"] and "hard" in answer["error"]["message"]
+    assert pool.crowded_refusals == 1
+    late.ok("new_game", **{**hard, "level": "easy"})          # the level named starts
+    late.ok("new_game", mode="ai", level="hard", you="X")     # classic's AI is instant
+    # Another device in the first player's /64 is the same prefix: already in the rotation.
+    Person(table, address="2001:db8:0:1:ffff::2").ok("new_game", **hard)
+    # The player already in a game moves, and the AI's reply is asked for (never refused).
+    first.ok("move", game=game["id"], cell=40)
+    assert pool.waiting() >= 1

@@ -22,7 +22,7 @@ from ttt.ai_turns import AiTurns
 from ttt.clocks import Clocks
 from ttt.endgame import Endgame
 from ttt.endings import abandon
-from ttt.limits import Limiter, MemoryLimiter
+from ttt.limits import Limiter, MemoryLimiter, prefix_of
 from ttt.match import (
     CLOCKS,
     MODES,
@@ -43,7 +43,7 @@ from ttt.match import (
 from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
 from ttt.replies import Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
-from ttt.thinker import Inline, Thinker
+from ttt.thinker import Inline, Task, Thinker
 from ttt.variants import VARIANTS
 from ttt.views import REACTIONS
 
@@ -51,6 +51,14 @@ from ttt.views import REACTIONS
 __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refusal", "room",
            "valid_id"]
 
+
+
+class Crowded(MatchError):
+    """A new game the AI has no room for now: `busy`, with the levels that still start."""
+
+    def __init__(self, message: str, available: list[str]) -> None:
+        super().__init__("busy", message)
+        self.available = available
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,7 @@ class Table(AiTurns, Endgame, Clocks):
         """A keyed hash of a client address: enough to count by, no address kept."""
         if not address:
             return None
+        address = prefix_of(address)  # an IPv6 /64 is one address (one home, one phone)
         return hashlib.blake2b(address.encode(), key=self._salt, digest_size=8).hexdigest()
 
     # --- shared steps ------------------------------------------------------------------------
@@ -208,6 +217,8 @@ class Table(AiTurns, Endgame, Clocks):
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
         conn = self.presence.connection(sid)
+        if level is not None:
+            self._room_for_ai(variant, level, conn.address)
         self._take_creation(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
@@ -223,6 +234,19 @@ class Table(AiTurns, Endgame, Clocks):
             reply = self._enter(sid, match, player)
         reply.pushes[:0] = left
         return reply
+
+    def _room_for_ai(self, variant: str, level: str, address: str) -> None:
+        """Past the AI's capacity a new game at a slow level is refused `busy`, naming the
+        levels that still start, so the games already running keep a bounded wait."""
+        crowded = getattr(self.thinker, "crowded", None)
+        rules = VARIANTS[variant]
+        task = Task("move", variant, (), level)
+        if rules.instant_ai or crowded is None or not crowded(task, self.origin(address) or ""):
+            return
+        available = [other for other in rules.levels
+                     if not crowded(Task("move", variant, (), other), "", count=False)]
+        raise Crowded(f"the AI is at capacity: no new {level} games for now"
+                      + (f" (try {' or '.join(available)})" if available else ""), available)
 
     def _abandon_local(self, player: str, keep: str) -> list[Push]:
         """End the player's other unfinished pass-and-play games: a new game takes their
@@ -388,4 +412,7 @@ class Table(AiTurns, Endgame, Clocks):
         try:
             return getattr(self, event)(sid, payload)
         except MatchError as error:
-            return Reply(refusal(error.code, error.message))
+            answer = refusal(error.code, error.message)
+            if isinstance(error, Crowded):  # PROTOCOL v4: the levels that still start
+                answer["available"] = answer["error"]["available"] = error.available
+            return Reply(answer)

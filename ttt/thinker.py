@@ -217,19 +217,20 @@ class Scheduler:
         in_a_row = int(REPLY_BOUND / (MIN_SECONDS + self._overhead))  # searches on one worker
         return max(1, in_a_row * self._working)
 
-    def crowded(self, task: Task, address: str) -> bool:
+    def crowded(self, task: Task, address: str, count: bool = True) -> bool:
         """Whether a *new* game whose AI searches like `task` would push the rotation past
-        capacity: refused then (counted), so the games already running keep their bound. A
-        level at the floor's cost, or a prefix already in the rotation, always starts."""
+        capacity: refused then, so the games already running keep their bound. A level at the
+        floor's cost, or a prefix already in the rotation, always starts. `count`: a game is
+        being made (its prefix joins the rotation, a refusal is counted), else only asked."""
         if task.full_budget() <= MIN_SECONDS:
             return False
         with self._lock:
             now = self._prune()
-            if address in self._active or len(self._active) < self.capacity():
+            room = address in self._active or len(self._active) < self.capacity()
+            if count and room:
                 self._active[address] = now  # held from the start: a crowd arrives at once
-                return False
-            self.crowded_refusals += 1
-            return True
+            self.crowded_refusals += count and not room
+            return not room
 
     def analyze(self, task: Task, owner: str, address: str) -> Ticket:
         """An evaluation: from the cache, shared with the same one asked, or queued; Busy when
@@ -430,6 +431,10 @@ class Inline(Scheduler):
 
     def __init__(self) -> None:
         super().__init__([])
+
+    def crowded(self, task: Task, address: str, count: bool = True) -> bool:
+        """Never: each search runs on its caller's thread."""
+        return False
 
     def _enqueue(self, ticket: Ticket, first: bool = False) -> None:
         ticket.budget = ticket.task.full_budget()

@@ -26,7 +26,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ttt.store import StoreUnavailable, as_update
@@ -43,6 +43,36 @@ AI_SEARCH = Histogram("ttt_ai_search_seconds", "Time the AI spent choosing one m
 AI_QUEUE = Gauge("ttt_ai_queue_depth", "AI searches waiting for a worker.", registry=None)
 
 
+AI_WAIT = Histogram("ttt_ai_queue_wait_seconds", "Time an AI search waited for a worker.",
+                    buckets=LATENCY_BUCKETS, registry=None)
+
+
+class _Crowd(Collector):
+    """The thinker's crowd figures, read at scrape time (issue 33)."""
+
+    thinker: Any = None
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+    def collect(self) -> Iterator[Any]:
+        if self.thinker is None:
+            return
+        yield CounterMetricFamily("ttt_ai_reduced_budgets", "AI moves searched for less than "
+                                  "their level's time (a crowd).",
+                                  value=getattr(self.thinker, "reduced", 0))
+        yield CounterMetricFamily("ttt_ai_busy_new_games", "New AI games refused busy past the "
+                                  "AI's capacity.",
+                                  value=getattr(self.thinker, "crowded_refusals", 0))
+        capacity = getattr(self.thinker, "capacity", None)
+        if capacity is not None:
+            yield GaugeMetricFamily("ttt_ai_capacity", "Address prefixes the AI's rotation "
+                                    "holds within its reply bound.", value=capacity())
+
+
+AI_CROWD = _Crowd()
+
+
 def observe_search(seconds: float) -> None:
     """Count one AI search that took `seconds`."""
     AI_SEARCH.observe(seconds)
@@ -51,6 +81,9 @@ def observe_search(seconds: float) -> None:
 def watch_queue(thinker: Any) -> None:
     """Read the AI queue's depth from this thinker whenever the figures are scraped."""
     AI_QUEUE.set_function(thinker.waiting)
+    AI_CROWD.thinker = thinker
+    if hasattr(thinker, "on_wait"):
+        thinker.on_wait = AI_WAIT.observe
 
 
 class Metrics:
@@ -75,7 +108,7 @@ class Metrics:
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
-        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE)))
+        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, AI_CROWD)))
 
     def watch_live(self, connections: Callable[[], tuple[int, int]],
                    live: Callable[[], dict[tuple[str, str], int]]) -> None:
