@@ -29,6 +29,7 @@ from ttt.bots import (
     new_token,
     outcome_of,
 )
+from ttt.bots.names import check_not_posing
 from ttt.store.sqlite_pool import Connections
 
 TAKEN = "that bot name is taken"
@@ -72,6 +73,7 @@ def register(book: Book, store: Any, name: Any, about: Any, owner: str, maker: s
     the maker's cap checked, in one step of the book) and its seats' name set. The bot and
     its token, which is never kept: the caller shows it once."""
     name, about = check_name(name), check_about(about)
+    check_not_posing(name, (other.name for other in book.all()))  # ttt.bots.names
     token = new_token()
     bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
               owner=owner, maker=maker, created=time.time())
