@@ -53,6 +53,31 @@ __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refu
 
 
 
+# A shared address (a school, a carrier's NAT) makes this many persons' worth of new games a
+# minute; its newcomers (cookies that have not played yet) together make one person's worth.
+PEOPLE_PER_ADDRESS = 10
+NEWCOMERS_PER_ADDRESS = 1
+PLAYED_LOOKS = 4  # live games besides the shown one looked at for a move of the person's
+
+
+def _moved(match: Match, player: str) -> bool:
+    """Whether `player` made a move in `match` (X moves first; a preset start is nobody's)."""
+    role = match.role(player)
+    played = range(match.start, len(match.moves))
+    if role == "both":
+        return bool(played)
+    return role in SIDES and any((i % 2 == 0) == (role == "X") for i in played)
+
+
+def _cap_words(cap: CapReached) -> str:
+    """Which live-game cap refused a new game, said."""
+    if getattr(cap, "per_address", False):
+        return "too many unfinished games from your address (a shared network): finish some"
+    if cap.per_player:
+        return "you have too many unfinished games"
+    return "the server is full; try again in a moment"
+
+
 class Crowded(MatchError):
     """A new game the AI has no room for now: `busy`, with the levels that still start."""
 
@@ -273,8 +298,7 @@ class Table(AiTurns, Endgame, Clocks):
         try:
             yield
         except CapReached as cap:
-            raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
-                             else "the server is full; try again in a moment") from None
+            raise MatchError("not_allowed", _cap_words(cap)) from None
 
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
@@ -285,7 +309,7 @@ class Table(AiTurns, Endgame, Clocks):
                     and not match.is_over and None in match.seats.values()):
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
-                self._take_creation(player, self.presence.connection(sid).address)
+                self._take_creation(player, self.presence.connection(sid).address, seat=True)
                 if self.store.count_live(player) >= self.limits.live_per_player:
                     raise MatchError("not_allowed", "you have too many unfinished games")
                 name = self.store.name(player)
@@ -355,14 +379,43 @@ class Table(AiTurns, Endgame, Clocks):
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
 
-    def _take_creation(self, player: str, address: str) -> None:
-        """Count one new game (a rematch, a seat taken too) against the player's and the
-        address's rate."""
+    def _take_creation(self, player: str, address: str, seat: bool = False) -> None:
+        """Count one new game (a rematch, a seat taken too): the person's own rate first and
+        strictest; then the address's, loose enough for a school or a carrier's NAT; a person
+        who has not played yet (a new cookie) also draws on the address's small allowance for
+        newcomers, so a flood of fresh cookies is held there and not by the people already
+        playing behind that address (a `seat` in a friend's game, which its maker paid for,
+        does not). Each refusal names the limit that answered."""
         per_minute = self.limits.creations_per_minute
-        rate = per_minute / 60
-        if not (self.limiter.take(f"create:p:{player}", rate, per_minute)
-                and self.limiter.take(f"create:a:{self.origin(address)}", rate, per_minute)):
-            raise MatchError("rate_limited", "too many new games at once: wait a moment")
+        if per_minute <= 0:
+            return
+        origin = self.origin(address)
+        if not self.limiter.take(f"create:p:{player}", per_minute / 60, per_minute):
+            raise MatchError("rate_limited", "too many new games from you: wait a moment")
+        if origin is None:
+            return
+        if not seat and not self._has_played(player):
+            newcomers = per_minute * NEWCOMERS_PER_ADDRESS
+            if not self.limiter.take(f"create:new:{origin}", newcomers / 60, newcomers):
+                raise MatchError("rate_limited", "too many new games from new players at your "
+                                 "address: play a move first, or wait a moment")
+        shared = per_minute * PEOPLE_PER_ADDRESS
+        if not self.limiter.take(f"create:a:{origin}", shared / 60, shared):
+            raise MatchError("rate_limited", "too many new games from your address (a shared "
+                             "network): wait a moment")
+
+    def _has_played(self, player: str) -> bool:
+        """Whether the person has made a move: a game against the AI finished, or a move of
+        theirs in their shown game or a few live ones (bounded reads, at a creation only)."""
+        if any(any(counts.values()) for counts in self.store.record(player).values()):
+            return True
+        current = self.store.current(player)
+        for game_id in dict.fromkeys([*([current] if current else []),
+                                      *self.store.live_games(player)[:PLAYED_LOOKS]]):
+            match = self.store.get(game_id)
+            if match is not None and _moved(match, player):
+                return True
+        return False
 
     def set_name(self, sid: str, payload: dict) -> Reply:
         name = clean_name(payload.get("name"))
