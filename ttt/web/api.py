@@ -17,6 +17,8 @@ from flask_socketio import SocketIO
 
 from ttt.bots import Bot, BotError, bot_answer, check_name, hash_token
 from ttt.bots.book import Book, open_book
+from ttt.bots.caps import opponent_in
+from ttt.bots.caps import room_for as room_in_caps
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.match import SIDES, MatchError
 from ttt.store import StoreUnavailable
@@ -153,20 +155,22 @@ def seat_from(answer_: dict[str, Any], bot: Bot) -> None:
                       *table().game_pushes(match)])
 
 
-def room_for(bot: Bot) -> None:
-    """Refuse a new game to a bot already at its cap of live games."""
-    if table().store.count_live(bot.player) >= current_app.config["TTT_BOT_MAX_GAMES"]:
-        raise BotError("not_allowed", f"{bot.name} sits in too many unfinished games")
+def room_for(bot: Bot, against: str | None = None) -> None:
+    """Refuse a new game to a bot at its cap of live games against people (`against` None),
+    or against bots, or against that bot (ttt.bots.caps: no bot squats another)."""
+    room_in_caps(table().store, bot.player, bot.name, current_app.config["TTT_BOT_MAX_GAMES"],
+                  against)
 
 
-def opponent_bot(text: str) -> Bot:
-    """The online bot named by 'bot:<name>'."""
+def opponent_bot(text: str, by: str | None = None) -> Bot:
+    """The online bot named by 'bot:<name>', with room for a game against `by` (a bot's
+    player id; None: a person)."""
     other = book().by_name(check_name(text.removeprefix("bot:")))
     if other is None or other.revoked:
         raise BotError("not_found", "no such bot")
     if not hub().online(other.player):
         raise BotError("not_allowed", f"{other.name} is not online")
-    room_for(other)
+    room_for(other, by)
     return other
 
 
@@ -192,7 +196,8 @@ def challenge(bot: Bot):
     if not isinstance(opponent, str):
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
     sid = connect(bot)
-    room_for(bot)
+    if not opponent.startswith("bot:"):  # against a bot: counted once it is known, below
+        room_for(bot)
     event: dict[str, Any] = {"you": you, "variant": variant}
     if clock is not None:
         event["clock"] = clock
@@ -204,9 +209,11 @@ def challenge(bot: Bot):
         event["mode"] = "friend"
     else:
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
-    other = opponent_bot(opponent) if opponent.startswith("bot:") else None
+    other = opponent_bot(opponent, bot.player) if opponent.startswith("bot:") else None
     if other is not None and other.player == bot.player:
         raise BotError("bad_request", "a bot cannot challenge itself")
+    if other is not None:
+        room_for(bot, other.player)
     made = run(sid, "new_game", event)
     seat_from(made, bot)
     if other is not None and made.get("ok"):
@@ -222,7 +229,8 @@ def challenge(bot: Bot):
 @authenticated
 def reply_challenge(bot: Bot, game_id: str, verb: str):
     if verb == "accept":
-        room_for(bot)  # before the challenge is taken: a full bot may accept it later
+        # Before the challenge is taken: a full bot may accept it later.
+        room_for(bot, opponent_in(table().store, game_id, bot.player))
     if verb not in ("accept", "decline") or not book().answer(game_id, bot.player):
         raise BotError("not_found", "no such challenge")
     sid = connect(bot)
@@ -250,7 +258,7 @@ def act(bot: Bot, game_id: str, action: str):
         raise BotError("not_found", "no such action")
     body = {**payload(), "game": game_id}
     if action == "rematch":
-        room_for(bot)
+        room_for(bot, opponent_in(table().store, game_id, bot.player))
     done = run(connect(bot), action, body)
     if action == "rematch" and done.get("started"):
         seat_from(done, bot)
