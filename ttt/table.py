@@ -98,6 +98,11 @@ class Limits:
     reaction_every: float = 1.0         # seconds between one player's reactions
     outage_after: float = 5.0           # seconds with no server seen up that clocks get back
     renames_per_minute: float = 10.0    # per player, bursts of as many
+    # Friend games nobody joined yet (they expire after TTT_UNTOUCHED_TTL, 30 min): a few per
+    # person live at once, and so many made per half hour from one address (a class of 30
+    # each sharing a link fits). With creations_per_minute 0 (benchmarks): no limit.
+    unjoined_per_player: int = 5
+    unjoined_per_address: float = 60.0
     rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
@@ -245,6 +250,8 @@ class Table(AiTurns, Endgame, Clocks):
         if level is not None:
             self._room_for_ai(variant, level, conn.address)
         self._take_creation(player, conn.address)
+        if mode == "friend":
+            self._room_for_unjoined(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
@@ -403,6 +410,29 @@ class Table(AiTurns, Endgame, Clocks):
         if not self.limiter.take(f"create:a:{origin}", shared / 60, shared):
             raise MatchError("rate_limited", "too many new games from your address (a shared "
                              "network): wait a moment")
+
+    def _room_for_unjoined(self, player: str, address: str) -> None:
+        """A friend game waits for its friend on a small allowance: the person's few open
+        links, then the address's; so strangers cannot fill the site with games nobody plays
+        (the global cap is left to games people join)."""
+        limits = self.limits
+        if limits.creations_per_minute <= 0:
+            return
+        waiting = 0
+        for game_id in self.store.live_games(player)[: limits.live_per_player]:
+            match = self.store.get(game_id)
+            if (match is not None and match.mode == "friend" and not match.is_over
+                    and None in match.seats.values()):
+                waiting += 1
+        if waiting >= limits.unjoined_per_player:
+            raise MatchError("not_allowed", f"you have {waiting} friend games nobody has joined "
+                             "yet: share a link, or wait for them to expire")
+        origin = self.origin(address)
+        per_address = limits.unjoined_per_address
+        if origin and not self.limiter.take(f"unjoined:a:{origin}", per_address / 1800,
+                                            per_address):
+            raise MatchError("rate_limited", "too many friend games waiting for a friend from "
+                             "your address: wait a moment")
 
     def _has_played(self, player: str) -> bool:
         """Whether the person has made a move: a game against the AI finished, or a move of
