@@ -113,7 +113,7 @@ export function describe(game, you) {
   if (game.mode !== "ai") return `${Friend}'s turn`;
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
   const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
-  return hurried ? "The AI is playing faster than usual…" : "AI is thinking…";
+  return hurried ? "AI is playing faster than usual…" : "AI is thinking…";
 }
 
 /**
