@@ -249,7 +249,7 @@ class Table(AiTurns, Endgame, Clocks):
         conn = self.presence.connection(sid)
         if level is not None:
             self._room_for_ai(variant, level, conn.address)
-        self._take_creation(player, conn.address)
+        self._take_creation(player, conn.address, new=True)
         if mode == "friend":
             self._room_for_unjoined(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
@@ -316,7 +316,7 @@ class Table(AiTurns, Endgame, Clocks):
                     and not match.is_over and None in match.seats.values()):
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
-                self._take_creation(player, self.presence.connection(sid).address, seat=True)
+                self._take_creation(player, self.presence.connection(sid).address)
                 if self.store.count_live(player) >= self.limits.live_per_player:
                     raise MatchError("not_allowed", "you have too many unfinished games")
                 name = self.store.name(player)
@@ -386,13 +386,14 @@ class Table(AiTurns, Endgame, Clocks):
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
 
-    def _take_creation(self, player: str, address: str, seat: bool = False) -> None:
+    def _take_creation(self, player: str, address: str, new: bool = False) -> None:
         """Count one new game (a rematch, a seat taken too): the person's own rate first and
         strictest; then the address's, loose enough for a school or a carrier's NAT; a person
         who has not played yet (a new cookie) also draws on the address's small allowance for
         newcomers, so a flood of fresh cookies is held there and not by the people already
-        playing behind that address (a `seat` in a friend's game, which its maker paid for,
-        does not). Each refusal names the limit that answered."""
+        playing behind that address. Only a `new` game (not a seat in a friend's game, which
+        its maker paid for, nor a rematch, which follows a game) asks, outside any store
+        transaction (it reads the store). Each refusal names the limit that answered."""
         per_minute = self.limits.creations_per_minute
         if per_minute <= 0:
             return
@@ -401,7 +402,7 @@ class Table(AiTurns, Endgame, Clocks):
             raise MatchError("rate_limited", "too many new games from you: wait a moment")
         if origin is None:
             return
-        if not seat and not self._has_played(player):
+        if new and not self._has_played(player):
             newcomers = per_minute * NEWCOMERS_PER_ADDRESS
             if not self.limiter.take(f"create:new:{origin}", newcomers / 60, newcomers):
                 raise MatchError("rate_limited", "too many new games from new players at your "

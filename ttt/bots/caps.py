@@ -1,9 +1,10 @@
 """A bot's live games, counted so that no bot can squat another.
 
 A bot sits in at most `cap` live games against people (and the AI, and links), and apart
-from those in at most half as many against other bots; two bots share at most `PAIR` live
-games. An attacker's bot that challenges a popular bot again and again (and moves just inside
-the deadline) fills the pair's two games and no more: people still find the bot free.
+from those in at most half as many (and at least `PAIR`) against other bots; two bots share
+at most `PAIR` live games. An attacker's bot that challenges a popular bot again and again
+(and moves just inside the deadline) fills the pair's two games and no more: people still
+find the bot free.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def room_for(store: Any, player: str, name: str, cap: int, against: str | None) 
     if pair >= PAIR:
         raise BotError("not_allowed", f"{name} already has {PAIR} unfinished games against "
                                       "that bot")
-    if bots >= max(1, cap // 2):
+    if bots >= max(PAIR, cap // 2):
         raise BotError("not_allowed", f"{name} sits in too many unfinished games against bots")
 
 
