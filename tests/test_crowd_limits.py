@@ -100,3 +100,15 @@ def test_the_live_game_cap_of_an_address_says_so():
     for _ in range(3):
         lone.ok("new_game", mode="friend", you="X")
     store.close()
+
+
+def test_an_ipv6_64_is_one_address_and_ipv4_is_whole():
+    from ttt.limits import prefix_of
+
+    assert prefix_of("2001:db8:1:2:aaaa::1") == prefix_of("2001:db8:1:2:ffff:1:2:3")
+    assert prefix_of("2001:db8:1:2::1") != prefix_of("2001:db8:1:3::1")
+    assert prefix_of("::ffff:192.0.2.7") == prefix_of("192.0.2.7") == "192.0.2.7"
+    assert prefix_of("192.0.2.7") != prefix_of("192.0.2.8")
+    clock = Clock()
+    table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock)
+    assert table.origin("2001:db8:1:2::5") == table.origin("2001:db8:1:2:9::9")
