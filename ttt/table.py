@@ -101,7 +101,7 @@ class Limits:
     # Friend games nobody joined yet (they expire after TTT_UNTOUCHED_TTL, 30 min): a few per
     # person live at once, and so many made per half hour from one address (a class of 30
     # each sharing a link fits). With creations_per_minute 0 (benchmarks): no limit.
-    unjoined_per_player: int = 5
+    unjoined_per_player: int = 10
     unjoined_per_address: float = 60.0
     rename_batch: int = 4               # live games besides the shown one a rename rewrites
 

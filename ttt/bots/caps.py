@@ -14,12 +14,14 @@ from typing import Any
 from ttt.bots import BotError, is_bot_player
 
 PAIR = 2  # live games between the same two bots
+ANY = "*"  # the operator's ladder round: every live game counts against the cap, as before
 
 
 def room_for(store: Any, player: str, name: str, cap: int, against: str | None) -> None:
     """BotError('not_allowed') when the bot `player` (shown as `name`) has no room for one
-    more live game against `against` (a bot's player id, or None: a person, the AI, a link),
-    naming the limit that answered."""
+    more live game against `against` (a bot's player id, or None: a person, the AI, a link;
+    ANY: the operator's round, which fills a bot to its cap in waves), naming the limit that
+    answered."""
     people, bots, pair = 0, 0, 0
     for game_id in store.live_games(player):
         match = store.get(game_id)
@@ -31,6 +33,10 @@ def room_for(store: Any, player: str, name: str, cap: int, against: str | None) 
             pair += against is not None and against in others
         else:
             people += 1
+    if against == ANY:
+        if people + bots >= cap:
+            raise BotError("not_allowed", f"{name} sits in too many unfinished games")
+        return
     if against is None or not is_bot_player(against):
         if people >= cap:
             raise BotError("not_allowed", f"{name} sits in too many unfinished games")
