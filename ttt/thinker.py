@@ -326,13 +326,15 @@ class Scheduler:
     def _budget(self, ticket: Ticket) -> float:
         """The seconds this search gets: a turn of the rotation (every prefix with a search
         queued or running, or whose slow game asked lately and will again: one search each)
-        fits in `REPLY_BOUND` on the workers there are, never under the floor, never over the
-        level's own time."""
+        fits in `REPLY_BOUND` on the workers there are, and a prefix's games share its seat
+        (its other searches waiting are served in its next turns); never under the floor,
+        never over the level's own time."""
         full = ticket.task.full_budget()
         self._prune()
         prefixes = max(len(set(self._queues) | self._searching), len(self._active))
         rounds = -(-max(1, prefixes) // self._working)  # searches in a row on one worker
-        fair = REPLY_BOUND / rounds - self._overhead
+        own = 1 + len(self._queues.get(ticket.address, ()))  # this one and its prefix's others
+        fair = REPLY_BOUND / (rounds * own) - self._overhead
         return round(max(min(full, MIN_SECONDS), min(full, fair)), 2)
 
     def _ready(self) -> list[tuple[int, str, Ticket]]:
