@@ -112,3 +112,37 @@ def test_an_ipv6_64_is_one_address_and_ipv4_is_whole():
     clock = Clock()
     table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock)
     assert table.origin("2001:db8:1:2::5") == table.origin("2001:db8:1:2:9::9")
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def any_store(request, tmp_path):
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'games.sqlite3'}"
+    else:
+        url = request.getfixturevalue("redis_url")
+    store = open_store(url)
+    yield store
+    store.close()
+
+
+def test_every_store_says_which_live_game_cap_answered(any_store):
+    """The per-address cap is told apart from the per-player one in the creating write, and
+    a create refused this way leaves nothing behind."""
+    from dataclasses import replace
+
+    from ttt.match import create
+    from ttt.store import CapReached, Caps
+
+    caps = Caps(per_player=1, total=100, per_origin=2)
+    any_store.create(replace(create("friend", "a" * 22, 1.0, you="X"), origin="school"), caps)
+    any_store.create(replace(create("friend", "b" * 22, 1.0, you="X"), origin="school"), caps)
+    with pytest.raises(CapReached) as address:
+        any_store.create(replace(create("friend", "c" * 22, 1.0, you="X"), origin="school"),
+                         caps)
+    assert address.value.per_address and address.value.per_player
+    with pytest.raises(CapReached) as person:
+        any_store.create(replace(create("friend", "a" * 22, 1.0, you="X"), origin="home"), caps)
+    assert person.value.per_player and not person.value.per_address
+    assert any_store.count_live("c" * 22) == 0
