@@ -33,6 +33,9 @@ export function refusalText(error, event, game = null) {
     return open ? "Not there — that board is closed"
       : `Not there — play in ${boardWords(game.next)}`;
   }
+  if (code === "busy" && event === "new_game" && error?.message) {  // the levels that start
+    return error.message[0].toUpperCase() + error.message.slice(1);
+  }
   if (code === "not_allowed") {
     const why = error?.message ? `: ${error.message}` : "";
     return `That is not allowed right now${why}`;

@@ -114,7 +114,10 @@ export function describe(game, you) {
     }
   }
   if (game.turn === you) return `Your turn${whereWords(game)}`;
-  return game.mode === "ai" ? "AI is thinking…" : `${Friend}'s turn`;
+  if (game.mode !== "ai") return `${Friend}'s turn`;
+  // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
+  const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
+  return hurried ? "AI is playing faster than usual…" : "AI is thinking…";
 }
 
 /**
