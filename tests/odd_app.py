@@ -53,7 +53,7 @@ def main() -> None:
             game["targets"] = targets
         return game
 
-    table.config, table.view = config, view
+    table.views.config, table.views.view = config, view
     serve_until_term(app, "127.0.0.1", args.port)
 
 
