@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     app = create_app()
     table = app.extensions["ttt_table"]
-    plain_config, plain_view = table.config, table.view
+    plain_config, plain_view = table.views.config, table.views.view
 
     def config() -> dict[str, Any]:
         sent = plain_config()
