@@ -2,6 +2,8 @@
 // keys, the moves, each side's first mistake, and a link to the replay.
 import { modified, onPage, typing } from "./board.js";
 import { moveWords, squareWords } from "./squares.js";
+import { mistakeWords } from "./words.js";
+import { number as formatted, t } from "./i18n.js";
 
 /** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
 export async function copyField(input) {
@@ -22,9 +24,13 @@ const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "la
  */
 export function captionWords(ply, moves, sides, variant) {
   const total = moves.length;
-  if (ply === 0) return `Start · move 0 of ${total}`;
-  if (ply === total) return `Final position · move ${total} of ${total}`;
-  return `Move ${ply} of ${total}: ${moveWords(sides[ply - 1], moves[ply - 1], variant)}`;
+  if (ply === 0) return t("Start · move 0 of {total}", { total: formatted(total) });
+  if (ply === total) {
+    return t("Final position · move {number} of {total}",
+      { number: formatted(total), total: formatted(total) });
+  }
+  return t("Move {number} of {total}: {move}", { number: formatted(ply), total: formatted(total),
+    move: moveWords(sides[ply - 1], moves[ply - 1], variant) });
 }
 
 function moveItem(ply, cell, side, variant) {
@@ -34,7 +40,7 @@ function moveItem(ply, cell, side, variant) {
   item.dataset.side = side;
   const number = document.createElement("span");
   number.className = "move-number";
-  number.textContent = `${ply + 1}.`;
+  number.textContent = `${formatted(ply + 1)}.`;
   const mark = document.createElement("span");
   mark.className = "move-side";
   mark.textContent = side;
@@ -47,7 +53,7 @@ function flagItem(item) {
   item.classList.add("is-mistake");
   const flag = document.createElement("span");
   flag.className = "move-flag";
-  flag.textContent = "mistake";
+  flag.textContent = t("mistake");
   item.append(" ", flag);
 }
 
@@ -88,8 +94,8 @@ export function createReview(root, { onStep, onShow, onTry }) {
 
   part("copy").addEventListener("click", async () => {
     feedback.textContent = await copyField(link)
-      ? "Link copied"
-      : "Link selected — copy it with Ctrl+C, or long-press on a phone";
+      ? t("Link copied")
+      : t("Link selected — copy it with Ctrl+C, or long-press on a phone");
   });
   link.addEventListener("focus", () => link.select());
 
@@ -114,7 +120,8 @@ export function createReview(root, { onStep, onShow, onTry }) {
   function setMistake(side, mistake, who) {
     const block = blocks[side];
     block.querySelector('[data-review="who"]').textContent = who ? `${side} · ${who}` : side;
-    block.querySelector('[data-review="text"]').textContent = mistake ? mistake.text : "No mistakes";
+    block.querySelector('[data-review="text"]').textContent = mistake ? mistakeWords(mistake)
+      : t("No mistakes");
     block.querySelector(".mistake-actions").hidden = !mistake;
   }
 

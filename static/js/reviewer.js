@@ -3,6 +3,7 @@
 // game from just before a mistake. The verdicts come from the server.
 import { sidesOf } from "./squares.js";
 import { nameAt, summarize } from "./words.js";
+import { t } from "./i18n.js";
 
 /** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
 function sideNames(game) {
@@ -13,9 +14,9 @@ function sideNames(game) {
       .map((side) => [side, nameAt(game, side)]));
   }
   const other = you === "X" ? "O" : "X";
-  let them = nameAt(game, other) || "Friend";
-  if (game.mode === "ai") them = "AI";
-  return { [you]: "You", [other]: them };
+  let them = nameAt(game, other) || t("Friend");
+  if (game.mode === "ai") them = t("AI");
+  return { [you]: t("You"), [other]: them };
 }
 
 /** The full link to a game's replay, from the view's `replay` path; "" before its first move. */

@@ -19,11 +19,12 @@ from flask import (
     send_from_directory,
     session,
 )
+from flask_babel import gettext as _
 
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store, get_table
+from ttt.web import get_store, get_table, i18n
 
 bp = Blueprint("pages", __name__)
 
@@ -124,8 +125,9 @@ def _compress(response):
     return response
 
 def _page(game_id: str | None):
+    # The page's words in the player's language only (a few kB), beside the game's choices.
     return render_template("index.html", game_id=game_id,
-                           config=get_table().config())
+                           config={**get_table().config(), "words": i18n.page_words()})
 
 
 @bp.get("/")
@@ -144,7 +146,7 @@ def config():
 def game(game_id: str):
     # A dead or expired link gets the friendly not-found page (still a 404) with a way on.
     if not GAME_ID.fullmatch(game_id) or get_store().get(game_id) is None:
-        abort(404, description="This game link has expired, or it never existed.")
+        abort(404, description=_("This game link has expired, or it never existed."))
     ensure_player()
     return _page(game_id)
 
@@ -168,12 +170,12 @@ def qr(game_id: str):
 def replay(moves: str):
     """A read-only replay of the game whose cells were played in this order (`/r/40812`)."""
     if not CLASSIC_MOVES.fullmatch(moves):
-        abort(404, description="A replay link lists the cells played, each a digit from 0 to 8.")
+        abort(404, description=_("A replay link lists the cells played, each a digit from 0 to 8."))
     cells = [int(c) for c in moves]
     try:
         board = Board.from_moves(cells)
     except ValueError as error:
-        abort(404, description=f"No game can be played that way: {error}.")
+        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
     outcome = board.outcome()
     data = {"moves": cells, **analysis.review(cells),
             "winner": outcome.winner if outcome else None,
@@ -186,13 +188,13 @@ def replay(moves: str):
 def replay_ultimate(moves: str):
     """A read-only replay of an ultimate game, its cells (0..80) in order: `/r/u/40.36.4`."""
     if not ULTIMATE_MOVES.fullmatch(moves):
-        abort(404, description="An ultimate replay link lists the cells played, each a number "
-                               "from 0 to 80, separated by dots.")
+        abort(404, description=_("An ultimate replay link lists the cells played, each a number "
+                                 "from 0 to 80, separated by dots."))
     rules = VARIANTS["ultimate"]
     try:
         cells = rules.parse_moves(moves)
     except ValueError as error:
-        abort(404, description=f"No game can be played that way: {error}.")
+        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
     outcome = rules.from_moves(cells).outcome()
     data = {"moves": cells, **rules.review(cells),
             "winner": outcome.winner if outcome else None,

@@ -1,0 +1,154 @@
+"""The player's language: chosen, remembered, and its words for the page.
+
+Flask-Babel translates the server's words (templates, the page's refusals) from the gettext
+catalogs in ttt/translations/ (`make translations` extracts, updates and compiles them). The
+page's own words (static/js, marked with t()/tn()) travel to the browser as the player's
+language's catalog inside `config`: only that language, only the page's messages.
+
+The language: `?lang=` (a language menu link, which remembers it in the session cookie), else
+the one remembered, else the browser's Accept-Language, else English. A share link carries no
+language, so the friend who opens it reads their own.
+"""
+
+from __future__ import annotations
+
+import gettext
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from babel import Locale
+from babel.messages.pofile import read_po
+from flask import Flask, request, session
+from flask_babel import Babel, format_decimal, get_locale
+
+TRANSLATIONS = Path(__file__).resolve().parents[1] / "translations"
+
+# code -> (its own name, writing direction). English first: the source language.
+LANGUAGES: dict[str, tuple[str, str]] = {
+    "en": ("English", "ltr"),
+    "es": ("Español", "ltr"),
+    "pt_BR": ("Português (Brasil)", "ltr"),
+    "fr": ("Français", "ltr"),
+    "de": ("Deutsch", "ltr"),
+    "ar": ("العربية", "rtl"),
+}
+DEFAULT = "en"
+# Where the page's words are: their messages go to the browser, the rest stay on the server.
+PAGE_SOURCES = ("static/js/",)
+
+
+def _known(code: str | None) -> str | None:
+    """The supported language a `?lang=` or remembered value names, or None."""
+    if not isinstance(code, str):
+        return None
+    code = code.replace("-", "_")
+    for known in LANGUAGES:
+        if code.lower() == known.lower():
+            return known
+    return None
+
+
+def select_locale() -> str:
+    """The request's language: asked for (and then remembered), remembered, or the browser's."""
+    asked = _known(request.args.get("lang"))
+    if asked:
+        session["lang"] = asked
+        return asked
+    remembered = _known(session.get("lang"))
+    if remembered:
+        return remembered
+    # Accept-Language's "pt-BR", "pt" and "es-ES" as our pt_BR and es.
+    offered = [code.replace("_", "-") for code in LANGUAGES]
+    best = request.accept_languages.best_match(offered + ["pt"])
+    if best == "pt":
+        return "pt_BR"
+    if best is None:
+        for value, _quality in request.accept_languages:
+            base = _known(value.split("-")[0])
+            if base:
+                return base
+        return DEFAULT
+    return best.replace("-", "_")
+
+
+def current() -> str:
+    """The request's language code (one of LANGUAGES)."""
+    return str(get_locale() or DEFAULT)
+
+
+def html_lang(code: str | None = None) -> str:
+    """`<html lang>`'s value: BCP 47, "pt-BR"."""
+    return (code or current()).replace("_", "-")
+
+
+def direction(code: str | None = None) -> str:
+    """"rtl" or "ltr"."""
+    return LANGUAGES.get(code or current(), ("", "ltr"))[1]
+
+
+def _catalog_path(code: str) -> Path:
+    return TRANSLATIONS / code / "LC_MESSAGES" / "messages.po"
+
+
+def _plural_map(code: str, expression: str) -> dict[str, int]:
+    """CLDR plural category (what the browser's Intl.PluralRules says) -> gettext form index,
+    found by sampling numbers: the catalog's Plural-Forms is what the translator wrote for."""
+    rule = Locale.parse(code).plural_form
+    index = gettext.c2py(expression)
+    found: dict[str, int] = {}
+    for n in [*range(0, 250), 1000, 1001, 100000, 1000000, 2000000]:
+        found.setdefault(rule(n), index(n))
+    return found
+
+
+@cache
+def page_catalog(code: str) -> dict[str, Any]:
+    """The page's words in `code`: {"messages": {msgid: text or [forms]}, "plurals": {...}}.
+    English sends no messages (the page's msgids are English)."""
+    path = _catalog_path(code)
+    if code == DEFAULT or not path.exists():
+        return {"messages": {}, "plurals": {"one": 0, "other": 1}}
+    with path.open("rb") as file:
+        catalog = read_po(file, locale=code)
+    messages: dict[str, Any] = {}
+    for message in catalog:
+        if not message.id or message.fuzzy:
+            continue
+        if not any(where.startswith(PAGE_SOURCES) for where, _line in message.locations):
+            continue
+        if isinstance(message.id, tuple):
+            forms = list(message.string)
+            if all(forms):
+                messages[message.id[0]] = forms
+        elif message.string:
+            messages[message.id] = message.string
+    expression = catalog.plural_expr
+    return {"messages": messages, "plurals": _plural_map(code, expression)}
+
+
+def page_words() -> dict[str, Any]:
+    """What `config` carries for the page's words: the language, its direction, its catalog."""
+    code = current()
+    return {"lang": html_lang(code), "dir": direction(code), **page_catalog(code)}
+
+
+def menu(path: str) -> list[dict[str, str]]:
+    """The language menu's entries for the page at `path`: each language's link to it."""
+    return [{"code": code, "lang": html_lang(code), "name": name,
+             "href": f"{path}?lang={code}", "current": code == current()}
+            for code, (name, _dir) in LANGUAGES.items()]
+
+
+def init_app(app: Flask) -> None:
+    app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(TRANSLATIONS))
+    app.config.setdefault("BABEL_DEFAULT_LOCALE", DEFAULT)
+    Babel(app, locale_selector=select_locale)
+    # Numbers as the language writes them ("1.234", "١٢"): the move counts, clocks, rows.
+    app.jinja_env.filters["format_number"] = format_decimal
+    app.jinja_env.globals["page_words"] = page_words
+
+    @app.context_processor
+    def _language() -> dict[str, Any]:
+        return {"html_lang": html_lang(), "html_dir": direction(),
+                "language_menu": menu(request.path)}
