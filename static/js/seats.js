@@ -103,8 +103,8 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       chip.classList.toggle("is-editable", editable);
       const button = part(side, "edit");
       button.hidden = !editable || editing === side;
-      const name = nameAt(game, side);
-      button.setAttribute("aria-label", name ? t("Your name: {name}. Change it", { name })
+      const own = nameAt(game, side);
+      button.setAttribute("aria-label", own ? t("Your name: {name}. Change it", { name: own })
         : t("Your name: not set. Change it"));
       if (!editable && editing === side) stop(side);
     }
