@@ -41,7 +41,7 @@ from ttt.match import (
     time_out,
 )
 from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
-from ttt.replies import Push, Reply, player_room, refusal, room
+from ttt.replies import N_, Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
 from ttt.thinker import Inline, Thinker
 from ttt.variants import VARIANTS
@@ -249,8 +249,9 @@ class Table(AiTurns, Endgame, Clocks):
         try:
             yield
         except CapReached as cap:
-            raise MatchError("not_allowed", "you have too many unfinished games" if cap.per_player
-                             else "the server is full; try again in a moment") from None
+            raise MatchError("not_allowed", N_("you have too many unfinished games")
+                             if cap.per_player
+                             else N_("the server is full; try again in a moment")) from None
 
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
@@ -263,7 +264,7 @@ class Table(AiTurns, Endgame, Clocks):
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 self._take_creation(player, self.presence.connection(sid).address)
                 if self.store.count_live(player) >= self.limits.live_per_player:
-                    raise MatchError("not_allowed", "you have too many unfinished games")
+                    raise MatchError("not_allowed", N_("you have too many unfinished games"))
                 name = self.store.name(player)
                 _, match = self._update(match.id,
                                         lambda m: take_seat(m, player, self.clock(), name))
@@ -369,7 +370,7 @@ class Table(AiTurns, Endgame, Clocks):
         if role == "spectator":
             raise MatchError("spectator", "only the players can react")
         if match.mode != "friend" or not all(match.seats.values()):
-            raise MatchError("not_allowed", "reactions are for a friend who has joined")
+            raise MatchError("not_allowed", N_("reactions are for a friend who has joined"))
         if not self.limiter.take(f"react:{player}", 1 / self.limits.reaction_every, 1):
             raise MatchError("rate_limited", "one reaction a second")
         push = {"game": match.id, "from": role, "reaction": reaction}

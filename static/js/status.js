@@ -36,8 +36,9 @@ export function refusalText(error, event, game = null) {
       : t("Not there — play in {board}", { board: boardWords(game.next) });
   }
   if (code === "not_allowed") {
-    // The server's reason comes in the player's language (its `message`, ttt/web/refusals).
-    const why = error?.message ? `: ${error.message}` : "";
+    // The server's reason, in English on the wire: the catalog has the page's words for it
+    // (those marked N_ in ttt/, served with the page's own).
+    const why = error?.message ? `: ${t(error.message)}` : "";
     return t("That is not allowed right now") + why;
   }
   return REFUSALS[code] ?? (error?.message || t("Something went wrong — try again"));

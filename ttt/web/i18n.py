@@ -35,7 +35,10 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 }
 DEFAULT = "en"
 # Where the page's words are: their messages go to the browser, the rest stay on the server.
-PAGE_SOURCES = ("static/js/",)
+# Besides static/js, the refusals a person reads on the page (marked N_, ttt.replies): the wire
+# carries them in English and the page shows its catalog's words for them.
+PAGE_SOURCES = ("static/js/", "ttt/endings.py", "ttt/match.py", "ttt/table.py",
+                "ttt/ai_turns.py")
 
 
 def _known(code: str | None) -> str | None:
