@@ -148,7 +148,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
         list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell, sides[ply], variant)));
         for (const side of ["X", "O"]) {
           setMistake(side, null, names[side]);
-          blocks[side].querySelector('[data-review="text"]').textContent = "Looking for mistakes…";
+          blocks[side].querySelector('[data-review="text"]').textContent = t("Looking for mistakes…");
         }
         feedback.textContent = "";
         caption.textContent = captionWords(moves.length, moves, sides, variant);
@@ -168,7 +168,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
     /** Say the review could not be loaded (it is asked again on the next change). */
     failed() {
       for (const side of ["X", "O"]) {
-        blocks[side].querySelector('[data-review="text"]').textContent = "Could not load the review";
+        blocks[side].querySelector('[data-review="text"]').textContent = t("Could not load the review");
       }
     },
 

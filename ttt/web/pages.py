@@ -20,6 +20,7 @@ from flask import (
     session,
 )
 from flask_babel import gettext as _
+from werkzeug.exceptions import NotFound
 
 from ttt import analysis
 from ttt.rules import Board
@@ -205,7 +206,11 @@ def replay_ultimate(moves: str):
 
 @bp.app_errorhandler(404)
 def not_found(error):
-    return render_template("404.html", message=getattr(error, "description", "")), 404
+    # Werkzeug's own description is English for any URL: the page says its own words instead.
+    message = getattr(error, "description", "")
+    if message == NotFound.description:
+        message = ""
+    return render_template("404.html", message=message), 404
 
 
 @bp.get("/manifest.webmanifest")
