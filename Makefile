@@ -18,16 +18,17 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # Debian's Chromium (browser tests, with an emoji font for the reactions), redis-server
-# (multi-process tests) and nginx (the deploy/ front's test), when missing.
+# (multi-process tests), nginx (the deploy/ front's test) and prometheus (promtool checks the
+# /metrics scrape and deploy/prometheus.yml), when missing.
 system:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
-	    || ! command -v nginx >/dev/null 2>&1 \
+	    || ! command -v nginx >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1 \
 	    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends chromium redis-server nginx \
-	      fonts-noto-color-emoji; \
-	  else echo "note: chromium, redis-server, nginx or the emoji font missing and not root: their tests will skip"; fi; \
+	      fonts-noto-color-emoji prometheus; \
+	  else echo "note: chromium, redis-server, nginx, promtool or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
 
 # The gettext catalogs (ttt/translations/, Flask-Babel): `make translations` finds every marked

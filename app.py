@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import logging
 import os
 import signal
 import threading
@@ -22,12 +23,23 @@ def main() -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     app = create_app()
     housekeeping.start(app)  # the clocks, leases, purges and waiting AI turns of a served app
-    print(f"ttt: serving on http://{args.host}:{args.port} (store {app.config['TTT_STORE']})",
-          flush=True)
+    # Through logging: one JSON line like every other with TTT_LOG_FORMAT=json.
+    logging.getLogger("ttt.app").info("ttt: serving on http://%s:%s (store %s)", args.host,
+                                      args.port, _shown(app.config["TTT_STORE"]))
     if app.config["TTT_ASYNC_MODE"] != "threading":  # gevent belongs under gunicorn
         get_socketio(app).run(app, host=args.host, port=args.port)
         return
     serve_until_term(app, args.host, args.port)
+
+
+def _shown(url: str) -> str:
+    """The store's URL without a password (redis://:secret@host)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        return url.replace(f":{parts.password}@", ":***@", 1)
+    return url
 
 
 def serve_until_term(app, host: str, port: int) -> None:

@@ -53,7 +53,8 @@ def make_bots(server: ServerProcess, count: int) -> list[str]:
 
 def throughput(server: ServerProcess, bots: int, parallel: int, seconds: float) -> dict:
     runners = [Runner(Api(server.url, token), MINIMAX, parallel=parallel,
-                      schedule=["ai:perfect"] * 1_000_000) for token in make_bots(server, bots)]
+                      schedule=["ai:perfect"] * 1_000_000, rated=True)
+               for token in make_bots(server, bots)]
     threads = [threading.Thread(target=r.run, daemon=True) for r in runners]
     for thread in threads:
         thread.start()

@@ -47,6 +47,39 @@ control_socket_disable = True
 loglevel = "info"
 accesslog = None
 
+# TTT_LOG_FORMAT=json: gunicorn's own lines (the start-up banner, worker boots and exits,
+# timeouts) as JSON too, through the app's formatter. Only gunicorn's loggers are set here:
+# the root logger is the app's (ttt/web/logs.py). The access logger stays off (above).
+if os.environ.get("TTT_LOG_FORMAT", "").lower() == "json":
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "root": {"level": "INFO", "handlers": []},
+        "formatters": {"json": {"()": "ttt.jsonlog.JsonFormatter"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json",
+                                "stream": "ext://sys.stderr"}},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": "WARNING", "handlers": [], "propagate": False},
+            # Python warnings raised before the app sets up its logging (gevent's, at boot).
+            "py.warnings": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
+        },
+    }
+    import logging
+
+    logging.captureWarnings(True)
+
+    from gunicorn.glogging import Logger
+
+    class _NoAccessLog(Logger):
+        """gunicorn turns its access log on whenever logconfig_dict is set, building each
+        request's line to drop it: off unless `accesslog` asks for it."""
+
+        def _compute_access_log_enabled(self):
+            return bool(self.cfg.accesslog)
+
+    logger_class = _NoAccessLog
+
 
 def post_worker_init(worker):
     """Drain on SIGTERM instead of only waiting for open websockets to time out."""

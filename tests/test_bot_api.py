@@ -23,10 +23,11 @@ def app():
     app.extensions["ttt_store"].close()
 
 
-def make_bot(app, name: str, about: str = "") -> str:
+def make_bot(app, name: str, about: str = "", variants=("classic", "ultimate")) -> str:
     """A bot made as the command line makes one; its token."""
     token = new_token()
-    bot = Bot(new_player_id(), name, hash_token(token), about=about, owner="tester")
+    bot = Bot(new_player_id(), name, hash_token(token), about=about, owner="tester",
+              variants=list(variants))
     app.extensions["ttt_bots_book"].add(bot)
     app.extensions["ttt_store"].set_name(bot.player, name)
     return token
@@ -173,12 +174,13 @@ def test_the_stream_says_hello_then_the_live_games_then_every_change(app, client
     again.close()
 
 
-def test_a_second_stream_replaces_the_first(app, client):
+def test_a_second_stream_replaces_the_first_which_is_told_so(app, client):
     token = make_bot(app, "minimax")
     first = Lines(client, token)
     assert first.next()["type"] == "hello"
     second = Lines(client, token)
     assert second.next()["type"] == "hello"
+    assert first.next() == {"type": "replaced"}  # its last line (PROTOCOL v4)
     assert first.ended()
     second.close()
 
@@ -207,7 +209,7 @@ def test_bots_challenge_each_other_accept_and_decline(app, client):
     game_id = made["game"]["id"]
     line = beta_stream.until(lambda line: line["type"] == "challenge")
     assert line == {"type": "challenge", "id": game_id, "from": "alpha", "variant": "classic",
-                    "clock": None}
+                    "clock": None, "rated": True}
     status, accepted = post(client, beta, f"/api/bot/challenge/{game_id}/accept")
     assert status == 200 and accepted["game"]["you"] == "O"
     assert accepted["game"]["names"] == {"X": {"name": "alpha", "bot": True},
@@ -336,6 +338,97 @@ def test_a_bot_is_offline_once_its_last_stream_closes_even_after_a_replacement(a
     first.next()
     second = Lines(client, token)
     second.next()
+    assert first.next() == {"type": "replaced"}
     assert first.ended() and hub.online(player)
     second.close()
     assert not hub.online(player)
+
+
+def play_out(client, token: str, game: dict) -> dict:
+    """Play a game against the AI to its end with minimax (classic) or the first legal cell."""
+    while game["status"] == "playing":
+        cell = MINIMAX(game) if game["variant"] == "classic" else game["legal"][0]
+        status, moved = post(client, token, f"/api/bot/game/{game['id']}/move", {"cell": cell})
+        assert status == 200, moved
+        game = moved["game"]
+    return game
+
+
+def test_a_bot_says_what_it_plays_and_is_offered_nothing_else(app, client):
+    token = make_bot(app, "classical", variants=["classic", "ultimate"])
+    other = make_bot(app, "challenger")
+    status, said = post(client, token, "/api/bot/account", {"variants": ["classic"]})
+    assert status == 200 and said["bot"]["variants"] == ["classic"]
+    assert said["move_seconds"] == 10.0
+    status, bad = post(client, token, "/api/bot/account", {"variants": ["chess"]})
+    assert (status, bad["error"]["code"]) == (400, "bad_request")
+    listed = {b["name"]: b for b in client.get("/api/bots").get_json()["bots"]}
+    assert listed["classical"]["variants"] == ["classic"]
+    assert listed["classical"]["ratings"] == {"classic": 1500}
+    stream = Lines(client, token)
+    stream.next()
+    status, refused = post(client, other, "/api/bot/challenge",
+                           {"opponent": "bot:classical", "variant": "ultimate"})
+    assert (status, refused["error"]) == (409, {
+        "code": "not_allowed", "message": "classical plays classic only, not ultimate"})
+    status, _ = post(client, other, "/api/bot/challenge",
+                     {"opponent": "bot:classical", "variant": "classic"})
+    assert status == 200
+    page = client.get("/bot/classical").get_data(as_text=True)
+    assert "Play this bot: classic" in page and "Play this bot: Ultimate" not in page
+    forged = client.post("/bot/classical/play", data={"variant": "ultimate"},
+                         headers={"Origin": "http://localhost"})
+    assert forged.status_code == 409 and "classic only" in forged.get_data(as_text=True)
+    stream.close()
+
+
+def test_a_casual_game_counts_in_no_record(app, client):
+    token = make_bot(app, "practice")
+    status, made = post(client, token, "/api/bot/challenge",
+                        {"opponent": "ai:perfect", "you": "X", "rated": False})
+    assert status == 200 and made["rated"] is False
+    assert play_out(client, token, made["game"])["status"] == "draw"
+    _, rated = post(client, token, "/api/bot/challenge", {"opponent": "ai:perfect", "you": "O"})
+    assert rated["rated"] is True
+    play_out(client, token, rated["game"])
+    listed = client.get("/api/bots").get_json()["bots"][0]
+    assert listed["vs_ai"]["classic"]["perfect"] == {"wins": 0, "draws": 1, "losses": 0}
+    status, bad = post(client, token, "/api/bot/challenge",
+                       {"opponent": "ai:perfect", "rated": "no"})
+    assert (status, bad["error"]["code"]) == (400, "bad_request")
+
+
+def test_a_wrong_method_on_the_api_answers_json_405(app, client):
+    token = make_bot(app, "methodical")
+    for method, path in (("GET", "/api/bot/challenge"), ("DELETE", "/api/bot/account"),
+                         ("GET", "/api/bot/game/" + "x" * 22 + "/move")):
+        response = client.open(path, method=method, headers=auth(token))
+        assert response.status_code == 405 and response.is_json, path
+        error = response.get_json()
+        assert error["ok"] is False and error["error"]["code"] == "bad_request"
+        assert f"{method} is not allowed here" in error["error"]["message"]
+        assert "POST" in response.headers["Allow"]
+    page = client.post("/bots")  # a page keeps its HTML answer
+    assert page.status_code == 405 and not page.is_json
+
+
+def test_the_site_serves_the_sdk_with_its_own_address_the_guide_and_the_examples(app, client):
+    sdk = client.get("/bots/sdk.py", base_url="https://ttt.example.org")
+    text = sdk.get_data(as_text=True)
+    assert sdk.status_code == 200 and "attachment" in sdk.headers["Content-Disposition"]
+    assert 'DEFAULT_SERVER = "https://ttt.example.org"' in text and sdk.headers["Vary"] == "Host"
+    compile(text, "sdk.py", "exec")  # still Python
+    app.config["TTT_PUBLIC_URL"] = "https://play.example.net/"
+    assert 'DEFAULT_SERVER = "https://play.example.net"' in client.get(
+        "/bots/sdk.py").get_data(as_text=True)
+    guide = client.get("/bots/guide")
+    html = guide.get_data(as_text=True)
+    assert guide.status_code == 200 and guide.mimetype == "text/html"
+    assert "board × 9 + square" in html and html.count('<div class="guide-small') == 9
+    assert 'href="/bots/examples/minimax.py"' in html and "TTT_OPERATOR_TOKEN" not in html
+    example = client.get("/bots/examples/minimax.py")
+    assert example.status_code == 200 and "def move(game)" in example.get_data(as_text=True)
+    example.close()
+    assert client.get("/bots/examples/..%2F..%2Fapp.py").status_code == 404
+    assert client.get("/bots/examples/__init__.py").status_code == 404
+    assert 'href="/bots/guide"' in client.get("/").get_data(as_text=True)

@@ -79,7 +79,8 @@ def test_the_operator_starts_a_game_both_bots_get_it_and_play_it_to_a_rated_end(
     bots = online(client, app, "alpha", "beta", "gamma")
     bots["gamma"][1].close()  # gamma goes offline
     listed = client.get("/api/ladder", headers=auth(OPERATOR)).get_json()
-    assert listed == {"ok": True, "online": ["alpha", "beta"], "max_games": 3}
+    assert listed == {"ok": True, "online": ["alpha", "beta"], "max_games": 3,
+                      "plays": {"alpha": ["classic", "ultimate"], "beta": ["classic", "ultimate"]}}
     public = {b["name"]: b["online"] for b in client.get("/api/bots").get_json()["bots"]}
     assert public == {"alpha": True, "beta": True, "gamma": False}
     status, made = start(client, "alpha", "beta")

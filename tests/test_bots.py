@@ -12,6 +12,7 @@ from ttt.bots import (
     BotError,
     check_about,
     check_name,
+    check_variants,
     elo,
     expected,
     hash_token,
@@ -248,3 +249,49 @@ def test_register_checks_the_name_and_about_and_names_the_seats():
     with pytest.raises(BotError) as taken:
         register(book, store, "MAKER", "", owner="ben")
     assert taken.value.code == "conflict"
+
+
+def test_the_book_keeps_what_a_bot_plays_and_rates_each_variant_apart(book):
+    a, b = Bot(new_player_id(), "alpha", hash_token("a")), Bot(new_player_id(), "beta",
+                                                                 hash_token("b"))
+    book.add(a)
+    book.add(b)
+    assert book.by_name("alpha").variants == ["classic"]  # unless it says otherwise
+    assert book.set_variants(a.player, ["classic", "ultimate"]).variants == [
+        "classic", "ultimate"]
+    assert book.by_token(hash_token("a")).variants == ["classic", "ultimate"]
+    assert book.set_variants("bot-nobody-at-all-0123456", ["classic"]) is None
+    assert book.rate("u1", a.player, b.player, "X", "ultimate")
+    alpha, beta = book.by_name("alpha"), book.by_name("beta")
+    assert alpha.rating == beta.rating == 1500  # classic untouched
+    assert alpha.rating_in("ultimate") > 1500 > beta.rating_in("ultimate")
+    assert alpha.public()["ratings"] == {"classic": 1500, "ultimate": 1516}
+
+
+def test_a_casual_game_is_never_rated(book):
+    a, b = Bot(new_player_id(), "alpha", hash_token("a")), Bot(new_player_id(), "beta",
+                                                                 hash_token("b"))
+    book.add(a)
+    book.add(b)
+    assert not book.casual("c1")
+    book.mark_casual("c1")
+    assert book.casual("c1") and not book.casual("c2")
+    assert not book.rate("c1", a.player, b.player, "X")
+    assert book.by_name("alpha").vs_bots == {"wins": 0, "draws": 0, "losses": 0}
+
+
+def test_a_bot_stored_before_variants_plays_classic():
+    old = {"player": new_player_id(), "name": "elder", "token_hash": hash_token("e"),
+           "about": "", "owner": "", "maker": "", "created": 0.0, "revoked": False,
+           "rating": 1600.0, "vs_bots": {"wins": 1, "draws": 0, "losses": 0}}
+    bot = Bot.from_json(old)
+    assert bot.variants == ["classic"] and bot.rating_in("classic") == 1600.0
+    assert bot.rating_in("ultimate") == 1500.0
+
+
+@pytest.mark.parametrize("variants", [[], ["chess"], "nine", None, [1], ["classic", "x"]])
+def test_bad_variants_are_bad_requests(variants):
+    with pytest.raises(BotError) as refused:
+        check_variants(variants)
+    assert refused.value.code == "bad_request"
+    assert check_variants(["ultimate", "classic", "ultimate"]) == ["classic", "ultimate"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ttt.bots.sdk import Runner
+import time
+
+from ttt.bots.sdk import Mover, Runner, draw_board, explain, judge
 
 
 class FakeApi:
@@ -11,7 +13,7 @@ class FakeApi:
     def __init__(self) -> None:
         self.calls: list[tuple[str, object]] = []
 
-    def challenge(self, opponent, variant="classic", you=None, clock=None):
+    def challenge(self, opponent, variant="classic", you=None, clock=None, rated=True):
         self.calls.append(("challenge", opponent))
         return {"ok": True, "game": {"id": f"g{len(self.calls)}", "status": "playing",
                                      "seats": {"X": "human", "O": "open"}, "can": [],
@@ -64,3 +66,72 @@ def test_a_link_waits_for_its_person():
     runner._start_more()
     runner._withdraw_stale()
     assert api.calls == [("challenge", "link")]
+
+
+def test_a_bad_answer_is_named_with_what_it_was_and_the_legal_cells():
+    game = {"id": "g", "board": "X...O....", "legal": [1, 2, 3, 5, 6, 7, 8], "you": "X"}
+    assert judge(game, 2) == (2, None)
+    for returned, words in (("XX..O....", "a board?"), ((0, 1), "row * 3 + column"),
+                            (None, "not a cell number"), (4, "not one of the legal cells"),
+                            (True, "not a cell number")):
+        cell, problem = judge(game, returned)
+        assert cell is None and words in problem.text, returned
+    shown = explain(game, judge(game, 4)[1])
+    assert "  X . .\n  . O .\n  . . ." in shown and "legal cells: 1-3, 5-8" in shown
+
+
+def test_an_ultimate_position_is_drawn_in_its_small_boards():
+    board = ["."] * 81
+    board[9 * 1 + 0] = "X"   # small board 1, its top left: row 0, column 3
+    board[9 * 5 + 8] = "O"   # small board 5, its bottom right: row 5, column 8
+    drawn = draw_board({"board": "".join(board)}).splitlines()
+    assert drawn[0] == "  . . . | X . . | . . ."
+    assert drawn[3] == "  ------+-------+------"
+    assert drawn[6] == "  . . . | . . . | . . O"
+
+
+def test_the_traceback_starts_at_the_programs_own_frames():
+    def move(game):
+        return game["legal"][99]
+
+    runner = Runner(FakeApi(), move)
+    cell, problem = runner._ask(view(1))
+    assert cell is None and problem.kind == "IndexError"
+    assert problem.text.startswith("Traceback") and "in move" in problem.text
+    assert "_ask" not in problem.text  # the SDK's own frames are left out
+
+
+def test_a_failed_move_resigns_that_game_and_counts_the_error():
+    api, shown = FakeApi(), []
+    runner = Runner(api, lambda game: "X........", show=shown.append)
+    runner._game(view(1))
+    assert ("call", "/api/bot/game/g/resign") in api.calls
+    assert not [c for c in api.calls if c[0] == "move"]
+    assert runner.tally.errors == {"returned str": 1}
+    assert "your move failed in game g" in shown[0] and "legal cells: 0-8" in shown[0]
+
+
+def test_a_replaced_stream_stops_the_runner_with_the_message():
+    runner = Runner(FakeApi(), lambda game: 0)
+    runner._handle({"type": "hello", "bot": "mini"})
+    runner._handle({"type": "replaced"})
+    assert runner.replaced and runner._done.is_set()
+    assert runner.error == "another program is now playing as mini (this one stops)"
+
+
+def test_the_child_process_is_stopped_when_move_takes_too_long(tmp_path):
+    program = tmp_path / "slowbot.py"
+    program.write_text("import time\n\ndef move(game):\n    if game['board'][0] == 'X':\n"
+                       "        time.sleep(60)\n    return game['legal'][0]\n")
+    mover = Mover(program)
+    try:
+        mover.check()
+        assert mover({"board": "." * 9, "legal": [3]}, 20) == (3, None)
+        began = time.monotonic()
+        cell, problem = mover({"board": "X" + "." * 8, "legal": [3]}, 0.5)
+        assert time.monotonic() - began < 5
+        assert cell is None and problem.kind == "too slow"
+        assert problem.text.startswith("your move took longer than 0.5 s")
+        assert mover({"board": "." * 9, "legal": [5]}, 20) == (5, None)  # a new child plays on
+    finally:
+        mover.close()

@@ -156,7 +156,11 @@ def test_live_games_are_exported_by_mode_and_variant(store_url):
         app.extensions["ttt_store"].close()
 
 
-def test_an_unreachable_store_costs_the_live_figure_and_one_error_a_scrape(metered):
+def test_an_unreachable_store_keeps_the_live_figure_and_counts_one_error_a_scrape(metered):
+    """During an outage the live series stay (NaN before any read, then the last value),
+    ttt_store_up says 0, and each scrape counts one failed read."""
+    import math
+
     from ttt.store import StoreUnavailable
 
     client = metered.test_client()
@@ -166,14 +170,19 @@ def test_an_unreachable_store_costs_the_live_figure_and_one_error_a_scrape(meter
         raise StoreUnavailable("connection refused")
 
     store.count_live_by_kind = unreachable
-    for failed in (1, 2):  # served all the same, without the store's figure; counted once
+    for failed in (1, 2):  # served all the same, the figures NaN; counted once
         text = scrape(client)
-        assert live_games(text) == {} and "ttt_connections 0.0" in text
+        assert set(live_games(text)) == set(KINDS)
+        assert all(math.isnan(v) for v in live_games(text).values())
+        assert "ttt_connections 0.0" in text and value(text, "ttt_store_up") == 0
         assert value(text, "ttt_store_errors_total", operation="count_live_by_kind") == failed
     del store.count_live_by_kind
     text = scrape(client)
-    assert live_games(text) == dict.fromkeys(KINDS, 0)
+    assert live_games(text) == dict.fromkeys(KINDS, 0) and value(text, "ttt_store_up") == 1
     assert value(text, "ttt_store_errors_total", operation="count_live_by_kind") == 2
+    store.count_live_by_kind = unreachable
+    assert live_games(scrape(client)) == dict.fromkeys(KINDS, 0)  # the last value, kept
+    del store.count_live_by_kind
 
 
 def test_the_ai_pool_reports_its_searches_and_its_queue(metered):
@@ -258,3 +267,89 @@ def _connected(remote: Remote, timeout: float = 30) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_on_call_figures_are_exported(metered):
+    """Issue 32: process and platform collectors, build info, store latency by operation,
+    AI queue wait, refused connections, unhandled errors and 5xx by route."""
+    from ttt import build
+    from ttt.web.metrics import observe_wait, refused_connection, unhandled
+
+    client = metered.test_client()
+    before = scrape(client)
+    observe_wait(0.02)
+    refused_connection("full")
+    unhandled("move")
+    metered.extensions["ttt_store"].get("nosuchgameatall00000a")
+    text = scrape(client)
+    for name in ("process_resident_memory_bytes", "process_open_fds", "python_info",
+                 "python_gc_objects_collected_total"):
+        assert name in text, name
+    assert value(text, "ttt_build_info", commit=build.commit(), version=build.version()) == 1
+    assert value(text, "ttt_store_seconds_count", operation="get") >= 1
+    assert (value(text, "ttt_ai_queue_wait_seconds_count")
+            == value(before, "ttt_ai_queue_wait_seconds_count") + 1)
+    assert (value(text, "ttt_connections_refused_total", reason="full")
+            == value(before, "ttt_connections_refused_total", reason="full") + 1)
+    assert (value(text, "ttt_unhandled_errors_total", where="move")
+            == value(before, "ttt_unhandled_errors_total", where="move") + 1)
+
+
+def test_a_route_that_fails_counts_a_5xx_and_an_unhandled_error(metered):
+    from ttt.web.metrics import SERVER_ERRORS, UNHANDLED
+
+    metered.config["PROPAGATE_EXCEPTIONS"] = False  # answered 500 as in production
+
+    @metered.get("/boom-for-the-test")
+    def boom():
+        raise RuntimeError("a bug")
+
+    errors = SERVER_ERRORS.labels("/boom-for-the-test", "500")._value.get()
+    bugs = UNHANDLED.labels("/boom-for-the-test")._value.get()
+    assert metered.test_client().get("/boom-for-the-test").status_code == 500
+    text = scrape(metered.test_client())
+    assert value(text, "ttt_http_server_errors_total", route="/boom-for-the-test",
+                 status="500") == errors + 1
+    assert value(text, "ttt_unhandled_errors_total", where="/boom-for-the-test") == bugs + 1
+
+
+def test_a_connection_without_a_session_is_counted_refused(metered):
+    client = metered.test_client()
+    before = value(scrape(client), "ttt_connections_refused_total", reason="session")
+    sio = get_socketio(metered).test_client(metered)  # no page opened: no session cookie
+    assert not sio.is_connected()
+    after = value(scrape(client), "ttt_connections_refused_total", reason="session")
+    assert after == before + 1
+
+
+def test_the_scrape_passes_promtool(metered, tmp_path):
+    """`promtool check metrics` on a real scrape (names, types, help, units)."""
+    import subprocess
+
+    from tests.servers import need_binary
+
+    promtool = need_binary("promtool")
+    metered.extensions["ttt_store"].get("nosuchgameatall00000a")
+    text = scrape(metered.test_client())
+    done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_shipped_prometheus_config_passes_promtool(tmp_path):
+    """deploy/prometheus.yml as shipped, its token file made as docs/deploy.md says."""
+    import subprocess
+
+    from tests.servers import ROOT, need_binary
+
+    promtool = need_binary("promtool")
+    config = (ROOT / "deploy" / "prometheus.yml").read_text()
+    token = tmp_path / "ttt-metrics-token"
+    token.write_text("a-token\n")
+    token.chmod(0o600)
+    assert "/etc/prometheus/ttt-metrics-token" in config
+    (tmp_path / "prometheus.yml").write_text(
+        config.replace("/etc/prometheus/ttt-metrics-token", str(token)))
+    done = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

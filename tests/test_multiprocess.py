@@ -2,6 +2,7 @@
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -121,7 +122,10 @@ def test_redis_outage_fails_health_and_recovers_on_its_own(tmp_path):
         refused = player.call("move", {"game": game["id"], "cell": 0}, timeout=15)
         assert refused["error"]["code"] == "unavailable"
         redis = RedisServer(binary, tmp_path, port=redis.port)  # empty: nothing was saved
-        assert requests.get(server.url + "/healthz", timeout=10).status_code == 200
+        deadline = time.monotonic() + 5  # the queue listener tries again every 0.5 s at most
+        while requests.get(server.url + "/healthz", timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, "not healthy again within 5 s"
+            time.sleep(0.05)
         again = player.call("new_game", {"mode": "local"})
         assert again["ok"] and player.call("move", {"game": again["game"]["id"], "cell": 4})["ok"]
     finally:

@@ -232,6 +232,8 @@ LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
     "Server.manager_initialized": lambda mp, s: mp.delattr(s, "manager_initialized"),
     "BaseManager.sid_from_eio_sid/get_namespaces": lambda mp, s: mp.delattr(
         base_manager.BaseManager, "sid_from_eio_sid"),
+    "RedisManager._redis_listen_with_retries/_redis_connect": lambda mp, s: mp.delattr(
+        socketio.RedisManager, "_redis_listen_with_retries"),
 }
 
 

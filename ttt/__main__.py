@@ -223,8 +223,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         print("ttt: error: give the queue's Redis: --redis redis://host:6379/0 "
               "(or TTT_AI_QUEUE)", file=sys.stderr)
         return 2
-    print(f"searching for the queue {workers.QUEUE_NAME!r} on {url.split('@')[-1]}",
-          file=sys.stderr, flush=True)
+    import logging
+
+    from ttt.web import logs
+
+    logs.configure()  # TTT_LOG_FORMAT=json: RQ's lines and ours as JSON, as the servers'
+    logging.getLogger("ttt.workers").info("searching for the queue %r on %s",
+                                          workers.QUEUE_NAME, url.split("@")[-1])
     workers.work(url, burst=args.burst)  # RQ stops on Ctrl-C or SIGTERM after the search
     return 0
 

@@ -96,6 +96,10 @@ class AiTurns(Views):
             log.warning("the AI's move in %s did not land: %s", match.id, error)
             return
         if changed and changed[1].rev != changed[0].rev:
+            log.info("ai move game=%s cell=%s ms=%s", match.id, cell,
+                     round(ticket.seconds * 1000, 1),
+                     extra={"game": match.id, "cell": cell, "rev": changed[1].rev,
+                            "ms": round(ticket.seconds * 1000, 1)})
             self.publish(self._changed(changed[1], self._credits(*changed)))
 
     def resume(self) -> int:

@@ -96,6 +96,7 @@ class Ticket:
     error: str | None = None
     attempts: int = 0
     seconds: float = 0.0               # how long the search that answered took
+    queued: float = field(default_factory=time.monotonic)  # when it was asked (queue wait)
     callbacks: list[Callable[[Ticket], None]] = field(default_factory=list)
     _done: threading.Event = field(default_factory=threading.Event)
 
@@ -171,6 +172,8 @@ class Scheduler:
         self._drivers: list[threading.Thread] = []
         self._closed = False
         self.searches = 0                        # searches run (tests count them)
+        # Told how long each search waited in the queue before a worker took it (metrics).
+        self.waited: Callable[[float], None] = lambda seconds: None
 
     # --- asking ------------------------------------------------------------------------------
 
@@ -286,6 +289,8 @@ class Scheduler:
                 return
             assert ticket.budget is not None
             started = time.monotonic()
+            if not ticket.attempts:  # a retried search waited once, when first asked
+                self.waited(started - ticket.queued)
             try:
                 result, error = runner.run(ticket.task.as_json(), ticket.budget), None
                 ticket.seconds = time.monotonic() - started

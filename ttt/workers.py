@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ttt.build import code_fingerprint
 from ttt.thinker import Scheduler, WorkerLost, search
 
 log = logging.getLogger("ttt.workers")
@@ -45,6 +46,7 @@ class ProcessRunner:
     def _spawn(self) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        env["TTT_SERVER_CODE"] = code_fingerprint()  # the worker checks it runs the same
         return subprocess.Popen([sys.executable, "-m", "ttt.workers"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
 
@@ -100,8 +102,15 @@ def serve_stdin() -> None:
     # Measured in `make bench-ai-load`: at nice 5 the loaded p99 was 140 ms, at 19 48 ms.
     with contextlib.suppress(OSError, ValueError):
         os.nice(int(os.environ.get("TTT_AI_NICE", "19")))
+    expected = os.environ.get("TTT_SERVER_CODE")
+    changed = expected is not None and expected != code_fingerprint()
+    if changed:
+        log.error("the code in %s changed since the server started: this worker refuses to "
+                  "search with other code than the server's (restart the server)", ROOT)
     for line in sys.stdin.buffer:
         try:
+            if changed:
+                raise RuntimeError("the worker's code is not the server's: restart the server")
             asked = json.loads(line)
             answer = {"result": search(asked["task"], float(asked["seconds"]))}
         except Exception as error:  # a bad task is answered, never a dead worker
@@ -198,6 +207,7 @@ def build(config: dict[str, Any]) -> Scheduler:
         return Scheduler(list(runners), max_queue=limit, capacity=runners[0].workers)
     if workers == 0:
         return Inline()
+    code_fingerprint()  # now, at start-up: the code this server runs, for its workers to match
     return Scheduler([ProcessRunner() for _ in range(workers)], max_queue=limit)
 
 

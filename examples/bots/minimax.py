@@ -1,9 +1,12 @@
 """A classic tic-tac-toe bot that never loses: plain minimax over the whole game tree.
 
-Run it:  python -m ttt bot run examples/bots/minimax.py --server URL --token-file F
+Run it:  python3 sdk.py minimax.py --token-file mybot.token --opponent ai:perfect --games 4
+(sdk.py and this file are served by the site: /bots/sdk.py and /bots/examples/minimax.py)
 """
 
 from functools import cache
+
+VARIANTS = ["classic"]  # what this bot plays: the site offers people only these
 
 LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
 

@@ -1,10 +1,12 @@
 """An Ultimate tic-tac-toe bot: any legal cell, at random. The server lists them in `legal`.
 
-Run it:  python -m ttt bot run examples/bots/random_ultimate.py --variant ultimate \
-             --server URL --token-file F --opponent ai:easy --games 3
+Run it:  python3 sdk.py random_ultimate.py --variant ultimate --token-file mybot.token \
+             --opponent ai:easy --games 3
 """
 
 import random
+
+VARIANTS = ["classic", "ultimate"]  # what this bot plays (without it: classic only)
 
 
 def move(game):

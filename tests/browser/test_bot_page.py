@@ -90,11 +90,14 @@ def test_a_person_makes_a_bot_sees_its_token_once_and_finds_it_on_the_ladder(ope
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"{name} is made")
     token = page.get_by_label("Token").input_value()
     assert len(token) >= 43
+    # The first command is the one-file client the site serves, which knows this site.
     expect(page.locator(".bot-command").first).to_have_text(
+        "python3 sdk.py mybot.py --token-file mybot.token")
+    expect(page.locator(".bot-hint").last).to_contain_text(
         f"python -m ttt bot run mybot.py --server {live_server} --token-file mybot.token")
-    # Or, without ttt's source, the one-file client the site serves.
-    expect(page.locator(".bot-command").nth(1)).to_have_text(
-        f"python sdk.py mybot.py --server {live_server} --token-file mybot.token")
+    # The Copy button puts the token on the clipboard (or selects it where there is none).
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator("#bot-token-copied")).to_have_text(re.compile(r"^(Copied|Selected)"))
     expect(page.get_by_role("link", name="sdk.py")).to_have_attribute("href", "/bots/sdk.py")
     audit(page, "the token", problems)
     assert problems == []
@@ -110,3 +113,37 @@ def test_a_person_makes_a_bot_sees_its_token_once_and_finds_it_on_the_ladder(ope
     expect(page).to_have_url(re.compile(r"/bots$"))
     expect(page.get_by_role("link", name=re.compile(name))).to_have_count(0)
     assert token not in page.content()
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone", {"width": 320, "height": 568}])
+def test_the_guide_is_a_page_that_fits_and_draws_the_81_cells(open_page, device):
+    page = open_page(device=device, path="/")
+    page.get_by_role("link", name="Write a bot").click()
+    expect(page).to_have_url(re.compile(r"/bots/guide$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Write a bot in five minutes")
+    cells = page.locator(".guide-ultimate span")
+    expect(cells).to_have_count(81)
+    # board × 9 + square: the second small board starts at 9, small board 5 holds 45-53.
+    two, nine, three = (cells.nth(c).bounding_box() for c in (2, 9, 3))
+    assert abs(nine["y"] - two["y"]) < 2 and nine["x"] > two["x"]  # drawn: 0 1 2 | 9 10 11
+    assert three["y"] > two["y"] + 5  # 3 starts the second row of small board 0
+    expect(page.locator(".guide-small.is-next span")).to_have_text(
+        [str(c) for c in range(45, 54)])
+    for field in ("board", "legal", "next", "boards", "time_left", "can"):
+        expect(page.locator(".guide-table td:first-child code", has_text=re.compile(
+            f"^{field}$")).first).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.locator("#ultimate").scroll_into_view_if_needed()
+    example = page.get_by_role("link", name="minimax.py").first
+    expect(example).to_have_attribute("href", "/bots/examples/minimax.py")
+
+
+def test_the_ladder_fits_a_320_px_phone_with_the_online_column(open_page, bot_server):
+    page = open_page(device={"width": 320, "height": 568}, path="/bots", server=bot_server)
+    row = page.locator(".ladder tbody tr").first
+    expect(row).to_contain_text("minimax")
+    online = page.locator(".ladder th", has_text="Online")
+    expect(online).to_be_visible()
+    box = online.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 320
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

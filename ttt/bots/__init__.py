@@ -49,6 +49,25 @@ def check_about(about: Any) -> str:
     return about
 
 
+PLAYABLE = ("classic", "ultimate")  # the variants a bot may say it plays (ttt.variants)
+
+
+def check_variants(variants: Any) -> list[str]:
+    """A bot's variants: a non-empty list of known variant names, each once, in a fixed order."""
+    if isinstance(variants, str):
+        variants = [variants]
+    if (not isinstance(variants, list | tuple) or not variants
+            or any(v not in PLAYABLE for v in variants)):
+        raise BotError("bad_request", "variants is a non-empty list of "
+                                      + " and ".join(f"'{v}'" for v in PLAYABLE))
+    return [v for v in PLAYABLE if v in variants]
+
+
+def plays(variants: list[str]) -> str:
+    """What a bot plays, in words: 'classic only', 'classic and ultimate'."""
+    return variants[0] + " only" if len(variants) == 1 else " and ".join(variants)
+
+
 def new_token() -> str:
     """A bot's secret: 256 random bits, URL-safe (it is still only sent in a header)."""
     return secrets.token_urlsafe(32)
@@ -89,22 +108,38 @@ class Bot:
     rating: float = START_RATING
     vs_bots: dict[str, int] = field(default_factory=lambda: {"wins": 0, "draws": 0,
                                                              "losses": 0})
+    variants: list[str] = field(default_factory=lambda: ["classic"])  # what it says it plays
+    # Ratings of the variants other than classic (classic's stays `rating`, as stored before).
+    ratings: dict[str, float] = field(default_factory=dict)
+
+    def rating_in(self, variant: str) -> float:
+        return self.rating if variant == "classic" else self.ratings.get(variant, START_RATING)
+
+    def set_rating(self, variant: str, value: float) -> None:
+        if variant == "classic":
+            self.rating = value
+        else:
+            self.ratings[variant] = value
 
     def public(self) -> dict[str, Any]:
         """What anyone may see of a bot (no player id, no hash)."""
         return {"name": self.name, "about": self.about, "owner": self.owner,
                 "rating": round(self.rating), "vs_bots": dict(self.vs_bots),
-                "revoked": self.revoked}
+                "revoked": self.revoked, "variants": list(self.variants),
+                "ratings": {v: round(self.rating_in(v)) for v in self.variants}}
 
     def to_json(self) -> dict[str, Any]:
         return {"player": self.player, "name": self.name, "token_hash": self.token_hash,
                 "about": self.about, "owner": self.owner, "maker": self.maker,
                 "created": self.created,
-                "revoked": self.revoked, "rating": self.rating, "vs_bots": dict(self.vs_bots)}
+                "revoked": self.revoked, "rating": self.rating, "vs_bots": dict(self.vs_bots),
+                "variants": list(self.variants), "ratings": dict(self.ratings)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Bot:
-        return cls(**{**data, "vs_bots": dict(data.get("vs_bots") or {})})
+        return cls(**{**data, "vs_bots": dict(data.get("vs_bots") or {}),
+                      "variants": list(data.get("variants") or ["classic"]),
+                      "ratings": dict(data.get("ratings") or {})})
 
 
 def expected(rating: float, opponent: float) -> float:

@@ -23,12 +23,15 @@ from ttt.bots import (
     BotError,
     check_about,
     check_name,
+    check_variants,
     elo,
     hash_token,
     new_player_id,
     new_token,
     outcome_of,
 )
+from ttt.store import StoreUnavailable
+from ttt.store.sqlite import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
 
 TAKEN = "that bot name is taken"
@@ -56,8 +59,19 @@ class Book(Protocol):
     def revoke(self, name: str) -> bool:
         """Revoke that bot's token; whether there was such a bot."""
 
-    def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
-        """Count a finished bot-versus-bot game (player ids of X and O) once; whether now."""
+    def rate(self, game_id: str, x: str, o: str, winner: str | None,
+             variant: str = "classic") -> bool:
+        """Count a finished bot-versus-bot game (player ids of X and O) once, in its variant's
+        rating; whether now. A game marked casual is never counted."""
+
+    def set_variants(self, player: str, variants: list[str]) -> Bot | None:
+        """Say which variants that bot plays; the bot as now stored (None: no such bot)."""
+
+    def mark_casual(self, game_id: str) -> None:
+        """That game is casual: no rating, no record."""
+
+    def casual(self, game_id: str) -> bool:
+        """Whether that game was marked casual."""
 
     def offer(self, game_id: str, target: str) -> None:
         """Keep a challenge: the game `target` (a bot's player id) may accept or decline."""
@@ -67,14 +81,15 @@ class Book(Protocol):
 
 
 def register(book: Book, store: Any, name: Any, about: Any, owner: str, maker: str = "",
-             limit: int = 0) -> tuple[Bot, str]:
+             limit: int = 0, variants: Any = ("classic",)) -> tuple[Bot, str]:
     """Make a bot: its name and about checked, its token made, the bot kept (name unique,
     the maker's cap checked, in one step of the book) and its seats' name set. The bot and
     its token, which is never kept: the caller shows it once."""
     name, about = check_name(name), check_about(about)
+    variants = check_variants(list(variants) if isinstance(variants, tuple) else variants)
     token = new_token()
     bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
-              owner=owner, maker=maker, created=time.time())
+              owner=owner, maker=maker, created=time.time(), variants=variants)
     book.add(bot, limit)
     store.set_name(bot.player, name)  # the name its seats show, like a person's
     return bot, token
@@ -84,10 +99,12 @@ def too_many_bots(limit: int) -> BotError:
     return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
 
 
-def apply_result(x: Bot, o: Bot, winner: str | None) -> None:
-    """Apply one game's result to both bots (in place)."""
+def apply_result(x: Bot, o: Bot, winner: str | None, variant: str = "classic") -> None:
+    """Apply one game's result to both bots (in place), in that variant's rating."""
     score = 0.5 if winner is None else 1.0 if winner == "X" else 0.0
-    x.rating, o.rating = elo(x.rating, o.rating, score)
+    rx, ro = elo(x.rating_in(variant), o.rating_in(variant), score)
+    x.set_rating(variant, rx)
+    o.set_rating(variant, ro)
     x.vs_bots[outcome_of(winner, "X")] = x.vs_bots.get(outcome_of(winner, "X"), 0) + 1
     o.vs_bots[outcome_of(winner, "O")] = o.vs_bots.get(outcome_of(winner, "O"), 0) + 1
 
@@ -100,6 +117,23 @@ class MemoryBook:
         self._bots: dict[str, Bot] = {}
         self._rated: set[str] = set()
         self._offers: dict[str, str] = {}
+        self._casual: set[str] = set()
+
+    def mark_casual(self, game_id: str) -> None:
+        with self._lock:
+            self._casual.add(game_id)
+
+    def casual(self, game_id: str) -> bool:
+        with self._lock:
+            return game_id in self._casual
+
+    def set_variants(self, player: str, variants: list[str]) -> Bot | None:
+        with self._lock:
+            bot = self._bots.get(player)
+            if bot is None:
+                return None
+            bot.variants = list(variants)
+            return Bot.from_json(bot.to_json())
 
     def offer(self, game_id: str, target: str) -> None:
         with self._lock:
@@ -151,12 +185,14 @@ class MemoryBook:
                     return True
             return False
 
-    def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
+    def rate(self, game_id: str, x: str, o: str, winner: str | None,
+             variant: str = "classic") -> bool:
         with self._lock:
-            if game_id in self._rated or x not in self._bots or o not in self._bots or x == o:
+            if (game_id in self._rated or game_id in self._casual or x not in self._bots
+                    or o not in self._bots or x == o):
                 return False
             self._rated.add(game_id)
-            apply_result(self._bots[x], self._bots[o], winner)
+            apply_result(self._bots[x], self._bots[o], winner, variant)
             return True
 
 
@@ -170,6 +206,7 @@ CREATE TABLE IF NOT EXISTS bots (
 CREATE TABLE IF NOT EXISTS bot_games (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS bot_challenges (id TEXT PRIMARY KEY, target TEXT NOT NULL,
                                            made REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS bot_casual (id TEXT PRIMARY KEY, made REAL NOT NULL);
 """
 
 
@@ -179,9 +216,20 @@ class SqliteBook:
     def __init__(self, path: str, pool_size: int = 4) -> None:
         self.path = path
         self._pool = Connections(path, pool_size, wal=False)  # the store set the file's mode
-        self._conn = self._pool.take
         with self._conn() as conn:
             conn.executescript(SCHEMA)
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection; a full, read-only or locked file is StoreUnavailable (the
+        bot API answers 503 `unavailable`), as in the game store."""
+        try:
+            with self._pool.take() as conn:
+                yield conn
+        except sqlite3.Error as error:
+            if not unavailable(error):
+                raise
+            raise StoreUnavailable(f"the bot book: {error}") from error
 
     def _one(self, where: str, value: str) -> Bot | None:
         with self._conn() as conn:
@@ -197,7 +245,7 @@ class SqliteBook:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 raise
             conn.execute("COMMIT")
 
@@ -254,16 +302,40 @@ class SqliteBook:
                 self._write(conn, bot)
         return row is not None
 
-    def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
+    def mark_casual(self, game_id: str) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM bot_casual WHERE made < ?", (time.time() - 30 * 86400,))
+            conn.execute("INSERT OR REPLACE INTO bot_casual (id, made) VALUES (?, ?)",
+                         (game_id, time.time()))
+
+    def casual(self, game_id: str) -> bool:
+        with self._conn() as conn:
+            return conn.execute("SELECT 1 FROM bot_casual WHERE id = ?",
+                                (game_id,)).fetchone() is not None
+
+    def set_variants(self, player: str, variants: list[str]) -> Bot | None:
+        with self._transaction() as conn:
+            row = conn.execute("SELECT body FROM bots WHERE player = ?", (player,)).fetchone()
+            if row is None:
+                return None
+            bot = Bot.from_json(json.loads(row[0]))
+            bot.variants = list(variants)
+            self._write(conn, bot)
+        return bot
+
+    def rate(self, game_id: str, x: str, o: str, winner: str | None,
+             variant: str = "classic") -> bool:
         with self._transaction() as conn:
             bots = {p: conn.execute("SELECT body FROM bots WHERE player = ?",
                                     (p,)).fetchone() for p in (x, o)}
+            if conn.execute("SELECT 1 FROM bot_casual WHERE id = ?", (game_id,)).fetchone():
+                return False
             if x == o or None in bots.values() or conn.execute(
                     "INSERT OR IGNORE INTO bot_games (id) VALUES (?)",
                     (game_id,)).rowcount != 1:
                 return False  # nothing written: the commit is empty
             bx, bo = (Bot.from_json(json.loads(bots[p][0])) for p in (x, o))
-            apply_result(bx, bo, winner)
+            apply_result(bx, bo, winner, variant)
             self._write(conn, bx)
             self._write(conn, bo)
             return True
@@ -278,5 +350,28 @@ def open_book(store: Any) -> Book:
     if kind == "RedisStore":
         from ttt.bots.redis_book import RedisBook
 
-        return RedisBook(store.url)
+        return Answering(RedisBook(store.url))
     return MemoryBook()
+
+
+class Answering:
+    """A Redis book whose lost connection is StoreUnavailable, on every call: the bot API
+    answers 503 `unavailable` rather than an HTML 500 from `by_token` before its handler."""
+
+    def __init__(self, book: Any) -> None:
+        self._book = book
+
+    def __getattr__(self, name: str) -> Any:
+        import redis
+
+        attribute = getattr(self._book, name)
+        if not callable(attribute):
+            return attribute
+
+        def answering(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                raise StoreUnavailable(f"the bot book: {error}") from error
+
+        return answering

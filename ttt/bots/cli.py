@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 from ttt.bots import BotError
-from ttt.bots.sdk import Api, Runner, Unauthorized, add_run_arguments, load_move, run_bot
+from ttt.bots.sdk import (
+    Api,
+    Runner,
+    Unauthorized,
+    add_run_arguments,
+    load_move,
+    load_variants,
+    run_bot,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +47,8 @@ def cmd_create(args: argparse.Namespace) -> int:
 
     store, book = _book(args)
     bot, token = register(book, store, args.name, args.about,
-                          owner=args.owner if args.owner is not None else getpass.getuser())
+                          owner=args.owner if args.owner is not None else getpass.getuser(),
+                          variants=args.variants.split(","))
     print(f"made bot {bot.name}; its token (shown once, keep it in a file only you can read):",
           file=sys.stderr)
     print(token)
@@ -79,12 +88,20 @@ def cmd_ladder(args: argparse.Namespace) -> int:
             print(f"ttt: error: {entry!r} is not PROGRAM=TOKEN_FILE", file=sys.stderr)
             return 2
         api = Api(args.server, _token(token_file))
-        entries.append((load_move(program), api, api.account()["bot"]["name"]))
+        variants = load_variants(program)
+        said = api.say_variants(variants)  # as the SDK does: what each program plays
+        if not said.get("ok"):
+            raise ValueError(said.get("error", {}).get("message", "refused"))
+        if args.variant not in variants:  # a round pairs only the bots that play its variant
+            print(f"ttt: {said['bot']['name']} plays {' and '.join(variants)}: left out of "
+                  f"this {args.variant} round", file=sys.stderr)
+            continue
+        entries.append((load_move(program), api, said["bot"]["name"]))
     runners = []
     for i, (move, api, _) in enumerate(entries):
         schedule = [f"bot:{name}" for j, (_, _, name) in enumerate(entries) if j != i
                     for _ in range((args.games + (i < j)) // 2)]
-        runners.append(Runner(api, move, variant=args.variant, schedule=schedule))
+        runners.append(Runner(api, move, variant=args.variant, schedule=schedule, rated=True))
     threads = [threading.Thread(target=r.run, args=(args.timeout,), daemon=True)
                for r in runners]
     for thread in threads:
@@ -121,11 +138,14 @@ def online_ladder(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     """The `bot` sub-command and its own sub-commands."""
-    bot = sub.add_parser("bot", help="make, revoke and run bots (docs/bots.md)")
+    bot = sub.add_parser("bot", help="make, revoke and run bots (the guide: /bots/guide)")
     cmds = bot.add_subparsers(dest="bot_command", required=True, parser_class=type(bot))
     create = cmds.add_parser("create", help="make a bot and print its token once")
     create.add_argument("name")
     create.add_argument("--about", default="")
+    create.add_argument("--variants", default="classic",
+                        help="what it plays: classic, ultimate or classic,ultimate (its "
+                             "program's VARIANTS changes it when it starts)")
     create.add_argument("--owner", default=None, help="who made it (default: your user name)")
     revoke = cmds.add_parser("revoke", help="revoke a bot's token at once")
     revoke.add_argument("name")

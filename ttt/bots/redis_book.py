@@ -119,8 +119,24 @@ class RedisBook:
             self.redis.srem(self._key("maker", revoked.maker), player)
         return bool(revoked)
 
-    def rate(self, game_id: str, x: str, o: str, winner: str | None) -> bool:
-        if x == o:
+    def mark_casual(self, game_id: str) -> None:
+        self.redis.set(f"{self.PREFIX}casual:{game_id}", 1, ex=30 * 24 * 3600)
+
+    def casual(self, game_id: str) -> bool:
+        return bool(self.redis.exists(f"{self.PREFIX}casual:{game_id}"))
+
+    def set_variants(self, player: str, variants: list[str]) -> Bot | None:
+        def change(pipe, bots):
+            if bots[0] is None:
+                return None
+            bots[0].variants = list(variants)
+            return bots[0]
+
+        return self._change([player], change)
+
+    def rate(self, game_id: str, x: str, o: str, winner: str | None,
+             variant: str = "classic") -> bool:
+        if x == o or self.casual(game_id):
             return False
         # Claimed first: of all the processes that see the game end, one rates it.
         if not self.redis.set(f"{self.PREFIX}game:{game_id}", 1, nx=True, ex=30 * 24 * 3600):
@@ -129,7 +145,7 @@ class RedisBook:
         def change(pipe, bots):
             if None in bots:
                 return False
-            apply_result(bots[0], bots[1], winner)
+            apply_result(bots[0], bots[1], winner, variant)
             return True
 
         return self._change([x, o], change)

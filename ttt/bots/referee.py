@@ -4,7 +4,8 @@
 on move gives it a deadline (`move_seconds`, or the game's own clock when that is
 shorter), written in the same transaction as the change, so the match clock the table
 already runs (`Table.tick`, the store's `due`) ends a bot's game on time like a person's.
-Every change that ends a game between two bots rates it once. Nothing else changes.
+Every change that ends a game between two bots rates it once, in its variant; a game a bot
+started casual (`"rated": false`) counts in no record and no rating. Nothing else changes.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Referee:
                 return update
             if not update.credits:  # a time-out against the AI counts in the record too
                 update = update._replace(credits=tuple(results(match, update.match)))
+            if update.credits and self._casual(update.match):  # practice: no record
+                update = update._replace(credits=())
             made = update.create and with_deadline(None, update.create, self.move_seconds)
             return update._replace(match=with_deadline(match, update.match, self.move_seconds),
                                    create=made or None)
@@ -76,5 +79,11 @@ class Referee:
             if (after.is_over and not before.is_over and after.status != "aborted"
                     and after.mode == "friend" and after.start == 0
                     and all(is_bot_player(after.seats[m]) for m in ("X", "O"))):
-                self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner)
+                self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner,
+                               after.variant)
         return done
+
+    def _casual(self, match: Match) -> bool:
+        """Whether a game a bot sits in was started casual (`"rated": false`)."""
+        return (any(is_bot_player(p) for p in match.seats.values())
+                and self.book.casual(match.id))

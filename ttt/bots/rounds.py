@@ -129,20 +129,29 @@ def ladder_round(server: str, token: str, games: int, variant: str = "classic",
         code = known.get("error", {}).get("code")
         raise ValueError("the server has no ladder endpoint: set TTT_OPERATOR_TOKEN there"
                          if code == "not_found" else known.get("error", {}).get("message"))
-    names = sorted(known["online"], key=str.lower)
-    before = _ratings(public)
+    plays = known.get("plays") or {}  # a round pairs only the bots that play its variant
+    names = sorted((n for n in known["online"] if variant in plays.get(n, [variant])),
+                   key=str.lower)
+    before = _ratings(public, variant)
     per_bot = max(1, min(parallel or known["max_games"], known["max_games"]))
     played = Round(api, variant, per_bot, log=log)
     error = None if len(names) >= 2 else "fewer than two bots are online"
     if error is None and not played.play(pairings(names, games), timeout):
         error = "timed out"
     ladder = public.call("/api/bots", method="GET")["bots"]
-    after = {b["name"]: b["rating"] for b in ladder}
+    after = {b["name"]: rating_of(b, variant) for b in ladder}
     return {"round": [{**entry, "rating_before": before.get(entry["bot"]),
                        "rating": after.get(entry["bot"])} for entry in played.summary()],
             "games": played.played, "skipped": played.skipped, "error": error,
-            "ladder": [{k: b[k] for k in ("name", "rating", "vs_bots")} for b in ladder]}
+            "ladder": [{k: b.get(k) for k in ("name", "rating", "ratings", "vs_bots")}
+                       for b in ladder]}
 
 
-def _ratings(public: Api) -> dict[str, int]:
-    return {b["name"]: b["rating"] for b in public.call("/api/bots", method="GET")["bots"]}
+def rating_of(bot: dict[str, Any], variant: str) -> int:
+    """A listed bot's rating in a variant (ratings are per variant since PROTOCOL v4)."""
+    return (bot.get("ratings") or {}).get(variant, bot["rating"])
+
+
+def _ratings(public: Api, variant: str = "classic") -> dict[str, int]:
+    return {b["name"]: rating_of(b, variant)
+            for b in public.call("/api/bots", method="GET")["bots"]}

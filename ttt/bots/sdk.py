@@ -1,12 +1,16 @@
 """A bot client in the standard library only: `python -m ttt bot run mybot.py ...`.
 
-This one file is also served by every ttt site at `/bots/sdk.py`: without ttt installed,
-`python sdk.py mybot.py --server URL --token-file F` runs the same client.
+This one file is also served by every ttt site at `/bots/sdk.py`, with that site's address
+written in as the default `--server`: without ttt installed, `python3 sdk.py mybot.py
+--token-file F` plays there.
 
 `Api` makes the calls (keep-alive HTTP/1.1, the token only in the Authorization header);
-`Runner` reads the event stream in a thread (reconnecting with a growing pause), answers
-every game view that lists "move" in `can` with `move(game)`, accepts challenges, and
-starts games against an opponent until it has finished the number asked for.
+`Runner` reads the event stream in a thread (reconnecting with a growing pause, but never
+after another program took the token over), answers every game view that lists "move" in
+`can` with `move(game)`, accepts challenges, and starts games against an opponent until it
+has finished the number asked for. The program's `move` runs in a child process
+(`Mover`): a bug in it or a move that takes too long is shown in full and resigns that game
+at once, and the bot plays on.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ import contextlib
 import http.client
 import importlib.util
 import json
+import multiprocessing
+import os
 import queue
+import signal
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +36,16 @@ from pathlib import Path
 from typing import Any
 
 Move = Callable[[dict[str, Any]], int]
+
+# The site that serves this file writes its own address here (GET /bots/sdk.py).
+DEFAULT_SERVER = "http://127.0.0.1:5000"
+REPLACED = 3        # the exit code when another program took this bot's token over
+MOVE_SECONDS = 10.0  # the server's deadline for a bot's move (a game's clock may be shorter)
+MARGIN = 1.5         # seconds kept back from the deadline to resign in time
+
+
+class Replaced(RuntimeError):
+    """Another program opened this bot's stream: this one stops."""
 
 
 class Unauthorized(RuntimeError):
@@ -100,9 +118,18 @@ class Api:
         return self.call(f"/api/bot/game/{game_id}/move", {"cell": cell})
 
     def challenge(self, opponent: str, variant: str = "classic", you: str | None = None,
-                  clock: int | None = None) -> dict[str, Any]:
+                  clock: int | None = None, rated: bool = True) -> dict[str, Any]:
         return self.call("/api/bot/challenge", {"opponent": opponent, "variant": variant,
-                                                "you": you, "clock": clock})
+                                                "you": you, "clock": clock, "rated": rated})
+
+    def say_variants(self, variants: list[str]) -> dict[str, Any]:
+        """Tell the site which variants this bot plays (it offers people only those)."""
+        return self.call("/api/bot/account", {"variants": variants})
+
+    def site(self) -> str:
+        """The server's address, for the links this client prints."""
+        port = f":{self.port}" if self.port else ""
+        return f"{self.scheme}://{self.host}{port}{self.base}"
 
     def stream(self) -> Iterator[dict[str, Any]]:
         """The event stream's lines, until the server closes it (pings every 15 s)."""
@@ -125,17 +152,201 @@ class Api:
             conn.close()
 
 
-def load_move(path: str | Path) -> Move:
-    """The `move(game) -> int` function of a bot file."""
+def load_module(path: str | Path) -> Any:
+    """A bot file, run as a module."""
     spec = importlib.util.spec_from_file_location(f"ttt_bot_{Path(path).stem}", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    move = getattr(module, "move", None)
+    return module
+
+
+def load_move(path: str | Path) -> Move:
+    """The `move(game) -> int` function of a bot file."""
+    move = getattr(load_module(path), "move", None)
     if not callable(move):
         raise ValueError(f"{path} defines no move(game) function")
     return move
+
+
+def load_variants(path: str | Path) -> list[str]:
+    """The variants a bot file says it plays: its `VARIANTS`, classic only without one."""
+    variants = getattr(load_module(path), "VARIANTS", ["classic"])
+    if isinstance(variants, str):
+        variants = [variants]
+    if not isinstance(variants, list | tuple) or not variants or \
+            any(v not in ("classic", "ultimate") for v in variants):
+        raise ValueError(f"{path}: VARIANTS is a list of 'classic' and 'ultimate', "
+                         f"not {variants!r}")
+    return list(variants)
+
+
+# --- the program's move, and what to show when it goes wrong ------------------------------
+
+@dataclass
+class Problem:
+    """What went wrong with one call of the program's `move`: its kind (counted in the
+    summary) and the words that show it."""
+
+    kind: str
+    text: str
+
+
+def draw_board(game: dict[str, Any]) -> str:
+    """The position as rows of cells: 3x3, or Ultimate's 9x9 in its small boards."""
+    board = str(game.get("board") or "")
+    if len(board) == 9:
+        return "\n".join("  " + " ".join(board[r * 3:r * 3 + 3]) for r in range(3))
+    if len(board) != 81:
+        return f"  {board!r}"
+    rows = []
+    for row in range(9):  # cell = small board * 9 + square
+        big, small = divmod(row, 3)
+        parts = [" ".join(board[(big * 3 + b) * 9 + small * 3:(big * 3 + b) * 9 + small * 3 + 3])
+                 for b in range(3)]
+        rows.append("  " + " | ".join(parts))
+        if small == 2 and big < 2:
+            rows.append("  ------+-------+------")
+    return "\n".join(rows)
+
+
+def user_traceback(error: BaseException, program: str | None) -> str:
+    """The traceback from the program's own first frame on (not this file's frames)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = os.path.abspath(__file__)
+    start = next((i for i, f in enumerate(frames)
+                  if (program and os.path.abspath(f.filename) == os.path.abspath(program))
+                  or (not program and os.path.abspath(f.filename) != mine)), 0)
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[start:]),
+             *traceback.format_exception_only(type(error), error)]
+    return "".join(lines).rstrip()
+
+
+def judge(game: dict[str, Any], returned: Any) -> tuple[int | None, Problem | None]:
+    """The cell `move` returned, or why it is not one of the legal cells."""
+    legal = game.get("legal") or []
+    if isinstance(returned, bool) or not isinstance(returned, int):
+        hint = (" (a board? move returns the number of the cell to play)"
+                if isinstance(returned, str) and len(returned) in (9, 81) else
+                " (a (row, column) pair? return row * 3 + column)"
+                if isinstance(returned, tuple) and len(returned) == 2 else "")
+        return None, Problem(f"returned {type(returned).__name__}",
+                             f"move returned {returned!r}, not a cell number{hint}")
+    if returned not in legal:
+        return None, Problem("not a legal cell", f"move returned {returned}, which is not "
+                                                 "one of the legal cells")
+    return returned, None
+
+
+def cells(legal: list[int]) -> str:
+    """Cell numbers in runs: '0-8', '45-53', '2, 4-6'."""
+    runs: list[list[int]] = []
+    for cell in sorted(legal):
+        if runs and cell == runs[-1][1] + 1:
+            runs[-1][1] = cell
+        else:
+            runs.append([cell, cell])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
+def explain(game: dict[str, Any], problem: Problem) -> str:
+    """The whole story of one bad move, for the terminal."""
+    forced = (f" (small board {game['next']})" if isinstance(game.get("next"), int) else "")
+    return (f"{problem.text}\n"
+            f"game {game.get('id')}, you are {game.get('you')}, the position:\n"
+            f"{draw_board(game)}\n"
+            f"legal cells{forced}: {cells(list(game.get('legal') or []))}")
+
+
+def _worker(program: str, calls: Any) -> None:
+    """A child process: load the program, then answer each game sent with what `move` did."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        move = load_move(program)
+    except BaseException as error:  # noqa: BLE001 - shown to the user, whatever it is
+        calls.send(("error", type(error).__name__, user_traceback(error, program)))
+        return
+    calls.send(("ready",))
+    while True:
+        try:
+            game = calls.recv()
+        except EOFError:
+            return
+        try:
+            calls.send(("ok", move(game)))
+        except BaseException as error:  # noqa: BLE001 - the program's bug, whatever it is
+            calls.send(("error", type(error).__name__, user_traceback(error, program)))
+
+
+class Mover:
+    """Runs the program's `move` in a child process it can stop: the answer, or a Problem.
+
+    One child per game played at once, started with 'spawn' (the parent has threads), kept
+    for the next move, and killed when a move takes too long (a new one starts after)."""
+
+    def __init__(self, program: str | Path) -> None:
+        self.program = str(program)
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _start(self) -> tuple[Any, Any]:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=_worker, args=(self.program, child),
+                                        daemon=True, name="bot-move")
+        process.start()
+        child.close()
+        ready = parent.recv() if parent.poll(60) else ("error", "TimeoutError",
+                                                        "the program took over 60 s to load")
+        if ready[0] != "ready":
+            process.kill()
+            raise ValueError(f"{self.program} could not be loaded:\n{ready[2]}")
+        with self._lock:
+            self._all.append(process)
+        return process, parent
+
+    def check(self, children: int = 1) -> None:
+        """Load the program in its first children (its errors now, not in a game)."""
+        for _ in range(max(1, children)):
+            self._idle.put(self._start())
+
+    def _replace(self) -> None:
+        """Start a child in the background for the one just stopped: starting takes a
+        while, which the next move's deadline should not pay."""
+        def start() -> None:
+            with contextlib.suppress(Exception):
+                self._idle.put(self._start())
+
+        threading.Thread(target=start, daemon=True, name="bot-move-start").start()
+
+    def __call__(self, game: dict[str, Any], seconds: float) -> tuple[Any, Problem | None]:
+        try:
+            process, pipe = self._idle.get_nowait()
+        except queue.Empty:
+            process, pipe = self._start()
+        try:
+            pipe.send(game)
+            if not pipe.poll(seconds):
+                process.kill()
+                self._replace()
+                return None, Problem("too slow", f"your move took longer than {seconds:g} s "
+                                                 "(it was stopped)")
+            answer = pipe.recv()
+        except (OSError, EOFError):
+            process.kill()
+            return None, Problem("crashed", "the program's process ended during move")
+        self._idle.put((process, pipe))
+        if answer[0] == "error":
+            return None, Problem(answer[1], answer[2])
+        return answer[1], None
+
+    def close(self) -> None:
+        with self._lock:
+            for process in self._all:
+                if process.is_alive():
+                    process.kill()
 
 
 @dataclass
@@ -147,6 +358,7 @@ class Tally:
     losses: int = 0
     aborted: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)  # the program's mistakes, by kind
 
     @property
     def games(self) -> int:
@@ -165,14 +377,19 @@ class Tally:
 class Runner:
     """Plays a bot's games from its stream until `games` are finished (0: forever)."""
 
-    def __init__(self, api: Api, move: Move, games: int = 0, opponent: str | None = None,
-                 variant: str = "classic", parallel: int = 1, accept: bool = True,
-                 log: Callable[[str], None] | None = None,
-                 schedule: list[str] | None = None) -> None:
+    def __init__(self, api: Api, move: Move | Mover, games: int = 0,
+                 opponent: str | None = None, variant: str = "classic", parallel: int = 1,
+                 accept: bool = True, log: Callable[[str], None] | None = None,
+                 schedule: list[str] | None = None, rated: bool = False,
+                 show: Callable[[str], None] | None = None) -> None:
         self.api, self.move = api, move
+        self.rated = rated
+        self.site = api.site() if hasattr(api, "site") else ""
+        self.show = show or self.log_default  # a bad move's whole story (even when quiet)
         self.games, self.variant = games, variant
         # The opponents of the games this bot starts, one entry a game.
         self.schedule = list(schedule or ([opponent] * games if opponent else []))
+        self.endless = opponent if opponent and not games and not schedule else None
         self.parallel, self.accept = max(1, parallel), accept
         self.log = log or (lambda text: None)
         self.tally = Tally()
@@ -186,8 +403,19 @@ class Runner:
         self._waiting: dict[str, float] = {}  # challenges to bots not yet taken -> when sent
         self.challenge_wait = 30.0            # seconds before an untaken challenge is withdrawn
         self.error: str | None = None
+        self.replaced = False
+        self.move_seconds = MOVE_SECONDS  # the server's, once its account answer says it
+        self.name = ""
+        self._views: dict[str, dict[str, Any]] = {}  # game id -> its latest view
         self._pool = ThreadPoolExecutor(self.parallel) if self.parallel > 1 else None
 
+    @staticmethod
+    def log_default(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def link(self, path: str) -> str:
+        """A full address on the server, for a person to open."""
+        return self.site + path
     # --- the stream, in its own thread --------------------------------------------------------
 
     def _read(self) -> None:
@@ -197,6 +425,8 @@ class Runner:
                 for event in self.api.stream():
                     pause = 0.2
                     self.events.put(event)
+                    if event.get("type") == "replaced":  # never a tug-of-war: stop here
+                        return
                     if self._done.is_set():
                         return
             except Unauthorized as error:
@@ -207,17 +437,20 @@ class Runner:
             if self._done.is_set():
                 return
             self.reconnects += 1
-            self.log(f"stream closed; reconnecting in {pause:.1f} s")
+            self.log(f"lost the stream from {self.site or 'the server'}; "
+                     f"reconnecting in {pause:.1f} s")
             time.sleep(pause)
             pause = min(5.0, pause * 2)
 
     # --- the games ----------------------------------------------------------------------------
 
     def _start_more(self) -> None:
+        if self.endless and not self.schedule and not self._done.is_set():
+            self.schedule.append(self.endless)  # no --games: one game after another
         while self.schedule and len(self._live) < self.parallel:
             you = "X" if self._started % 2 == 0 else "O"
             opponent = self.schedule[0]
-            answer = self.api.challenge(opponent, self.variant, you)
+            answer = self.api.challenge(opponent, self.variant, you, rated=self.rated)
             if not answer.get("ok"):
                 self.log(f"challenge refused: {answer.get('error')}")
                 if answer.get("error", {}).get("code") in ("not_found", "bad_request",
@@ -227,7 +460,11 @@ class Runner:
                 return
             self.schedule.pop(0)
             self._started += 1
-            self._live.add(answer["game"]["id"])
+            game_id = answer["game"]["id"]
+            if opponent == "link":
+                self.log("send this link to the person who will play: "
+                         + self.link("/g/" + game_id))
+            self._live.add(game_id)
             if opponent.startswith("bot:"):  # a link waits for its person as long as it takes
                 self._waiting[answer["game"]["id"]] = time.monotonic()
             self._game(answer["game"])
@@ -240,13 +477,22 @@ class Runner:
             if game_id in self._acted or game_id in self._live:
                 self._finished.add(game_id)
                 self._live.discard(game_id)
+                self._views.pop(game_id, None)
                 result = self.tally.count(game)
-                self.log(f"game {game_id[:6]} over: {result} ({game.get('reason')})")
+                words = {"wins": "won", "losses": "lost", "draws": "a draw",
+                         "aborted": "aborted"}[result]
+                reason = f" ({game['reason']})" if game.get("reason") else ""
+                replay = f"; replay: {self.link(game['replay'])}" if game.get("replay") else ""
+                self.log(f"game {game_id} over: {words}{reason}{replay}")
             return
         if "open" in game.get("seats", {}).values() and game_id not in self._live:
             return  # an old challenge nobody took (from an earlier run): not a game on
         if "open" not in game.get("seats", {}).values():
             self._waiting.pop(game_id, None)
+        if game_id not in self._views:
+            self.log(f"game {game_id} ({game.get('variant', 'classic')}, you are "
+                     f"{game.get('you')}): {self.link('/g/' + game_id)}")
+        self._views[game_id] = game
         self._live.add(game_id)
         if "move" in game.get("can", ()) and game.get("rev", 0) > self._acted.get(game_id, -1):
             self._acted[game_id] = game.get("rev", 0)
@@ -255,20 +501,63 @@ class Runner:
             else:  # several games at once: a slow reply in one does not hold up the others
                 self._pool.submit(self._play, game)
 
+    def seconds_for(self, game: dict[str, Any]) -> float:
+        """How long `move` may think: the deadline (10 s, or the game's clock when shorter)
+        less the margin to resign in time."""
+        left = game.get("time_left")
+        limit = self.move_seconds if not isinstance(left, int | float) \
+            else min(self.move_seconds, left)
+        return max(0.5, round(limit - MARGIN, 1))
+
+    def _ask(self, game: dict[str, Any]) -> tuple[int | None, Problem | None]:
+        """The program's cell for this game, or what went wrong."""
+        if isinstance(self.move, Mover):
+            returned, problem = self.move(game, self.seconds_for(game))
+        else:
+            try:
+                returned, problem = self.move(game), None
+            except Exception as error:  # the program's own bug: shown, that game resigned
+                returned, problem = None, Problem(type(error).__name__,
+                                                  user_traceback(error, None))
+        if problem is not None:
+            return None, problem
+        return judge(game, returned)
+
     def _play(self, game: dict[str, Any]) -> None:
-        """Ask the bot for its move and send it; the answer's game goes back to the queue."""
+        """Ask the bot for its move and send it; the answer's game goes back to the queue.
+        A move that fails is shown in full, and that game is resigned at once."""
         try:
-            cell = self.move(game)
-            answer = self.api.move(game["id"], int(cell))
+            cell, problem = self._ask(game)
+            if problem is not None:
+                self._give_up(game, problem)
+                return
+            answer = self.api.move(game["id"], cell)
         except Unauthorized as error:
             self.events.put({"type": "unauthorized", "message": str(error)})
             return
-        except Exception as error:  # the bot's own bug, or the network: say so, go on
-            self.log(f"move failed: {type(error).__name__}: {error}")
+        except (OSError, http.client.HTTPException) as error:  # the network: the stream
+            self.log(f"move not sent ({error}); waiting for the stream")  # resends the game
             return
         if not answer.get("ok"):
-            self.log(f"move {cell} refused: {answer['error']}")
+            self.log(f"game {game['id']}: move {cell} refused: "
+                     f"{answer['error'].get('message')}")
         elif answer.get("game"):
+            self.events.put({"type": "game", "game": answer["game"]})
+
+    def _give_up(self, game: dict[str, Any], problem: Problem) -> None:
+        """Show what went wrong, count it, resign that game (the others play on)."""
+        self.tally.errors[problem.kind] = self.tally.errors.get(problem.kind, 0) + 1
+        self.show(f"\n=== your move failed in game {game.get('id')} ===\n"
+                  f"{explain(game, problem)}\nresigning this game: "
+                  f"{self.link('/g/' + str(game.get('id')))}\n")
+        self._end(game)
+
+    def _end(self, game: dict[str, Any]) -> None:
+        """Resign a game (abort it when it may still be called off without a result)."""
+        action = "abort" if "abort" in game.get("can", ()) and "resign" not in \
+            game.get("can", ()) else "resign"
+        answer = self.api.call(f"/api/bot/game/{game['id']}/{action}")
+        if answer.get("ok") and answer.get("game"):
             self.events.put({"type": "game", "game": answer["game"]})
 
     def _withdraw_stale(self) -> None:
@@ -284,7 +573,13 @@ class Runner:
     def _handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "hello":
-            self.log(f"connected as {event.get('bot')}")
+            self.name = str(event.get("bot"))
+            self.log(f"connected to {self.site} as {self.name}")
+        elif kind == "replaced":
+            self.replaced = True
+            self.error = (f"another program is now playing as {self.name or 'this bot'} "
+                          "(this one stops)")
+            self._done.set()
         elif kind == "game":
             self._game(event["game"])
         elif kind == "challenge" and self.accept:
@@ -300,13 +595,41 @@ class Runner:
 
     def idle(self) -> bool:
         """Whether this runner has nothing left to start and no game on."""
-        return not self.schedule and not self._live
+        return not self.schedule and not self._live and not self.endless
 
     def stop(self) -> None:
         self._done.set()
 
     def run(self, timeout: float | None = None) -> Tally:
-        """Play until `games` are finished (or the token is refused, or `timeout` passes)."""
+        """Play until `games` are finished (or the token is refused, or `timeout` passes).
+        Ctrl-C ends the games in progress (resigned, or aborted while they may be) first."""
+        try:
+            return self._run(timeout)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.log("stopping: ending the games in progress")
+            self._drain()
+            for game_id in list(self._live):
+                game = self._views.get(game_id)
+                if game is not None and game.get("status") == "playing":
+                    with contextlib.suppress(OSError, http.client.HTTPException, Unauthorized):
+                        self._end(game)
+            self._drain()
+            return self.tally
+
+    def _drain(self) -> None:
+        """Count the games the queue says have ended (after a Ctrl-C)."""
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if event.get("type") == "game" and event["game"].get("status") != "playing":
+                self._game(event["game"])
+
+    interrupted = False
+
+    def _run(self, timeout: float | None = None) -> Tally:
         reader = threading.Thread(target=self._read, daemon=True, name="bot-stream")
         reader.start()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -342,37 +665,86 @@ class Runner:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `bot run` (and of this file run on its own)."""
     parser.add_argument("bot", help="the bot's Python file (defines move(game) -> int)")
-    parser.add_argument("--server", default="http://127.0.0.1:5000")
-    parser.add_argument("--token-file", required=True)
+    parser.add_argument("--server", default=DEFAULT_SERVER,
+                        help="the site to play on (default: %(default)s)")
+    parser.add_argument("--token-file", required=True,
+                        help="the file holding the bot's token (shown once when it was made)")
     parser.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
     parser.add_argument("--games", type=int, default=0, help="stop after this many (0: never)")
-    parser.add_argument("--opponent", default=None, help="ai:LEVEL, bot:NAME or link")
+    parser.add_argument("--opponent", default=None,
+                        help="start games against ai:LEVEL, bot:NAME, or link (prints the "
+                             "link to send a person)")
+    parser.add_argument("--rated", action="store_true",
+                        help="count the games this bot starts in its record and rating "
+                             "(default: casual)")
     parser.add_argument("--parallel", type=int, default=1, help="games at once")
     parser.add_argument("--timeout", type=float, default=None, help="stop after this many s")
     parser.add_argument("--quiet", action="store_true")
 
 
+def summary(tally: Tally) -> str:
+    """The results in words, for the terminal (stdout has them as JSON)."""
+    line = (f"{tally.games} games: {tally.wins} won, {tally.draws} drawn, "
+            f"{tally.losses} lost, {tally.aborted} aborted")
+    if tally.errors:
+        line += "; your move failed: " + ", ".join(f"{kind} x{n}"
+                                                   for kind, n in tally.errors.items())
+    return line
+
+
 def run_bot(args: argparse.Namespace) -> int:
-    """Play the bot as `args` say; a JSON line of its results on stdout; 1 after an error."""
-    api = Api(args.server, Path(args.token_file).read_text().strip())
-    log = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    runner = Runner(api, load_move(args.bot), games=args.games, opponent=args.opponent,
-                    variant=args.variant, parallel=args.parallel, log=log)
-    tally = runner.run(timeout=args.timeout)
+    """Play the bot as `args` say; a JSON line of its results on stdout. Exit 0 (also after
+    Ctrl-C), 3 when another program took the token over, 1 after another error."""
+    token = Path(args.token_file).read_text().strip()
+    api = Api(args.server, token)
+    log = (lambda text: None) if args.quiet else Runner.log_default
+    variants = load_variants(args.bot)
+    if args.variant not in variants:
+        raise ValueError(f"{args.bot} plays {' and '.join(variants)} (its VARIANTS), "
+                         f"not {args.variant}")
+    mover = Mover(args.bot)
+    try:
+        mover.check(min(args.parallel, 4))
+        try:
+            said = api.say_variants(variants)
+        except OSError as error:
+            raise OSError(f"cannot reach {args.server}: {error}") from None
+        if not said.get("ok"):
+            raise ValueError(f"{args.server} refused: {said.get('error', {}).get('message')}")
+        runner = Runner(api, mover, games=args.games, opponent=args.opponent,
+                        variant=args.variant, parallel=args.parallel, log=log,
+                        rated=args.rated)
+        if isinstance(said.get("move_seconds"), int | float):
+            runner.move_seconds = float(said["move_seconds"])
+        runner.log(f"{said['bot']['name']} plays {' and '.join(variants)} on {args.server}"
+                   + ("" if args.rated else "; the games it starts are casual (--rated to "
+                                            "count them)"))
+        tally = runner.run(timeout=args.timeout)
+    finally:
+        mover.close()
     print(json.dumps({"games": tally.games, "wins": tally.wins, "draws": tally.draws,
                       "losses": tally.losses, "aborted": tally.aborted,
-                      "reasons": tally.reasons, "reconnects": runner.reconnects,
-                      "error": runner.error}))
-    return 1 if runner.error else 0
+                      "reasons": tally.reasons, "errors": tally.errors,
+                      "reconnects": runner.reconnects, "error": runner.error}), flush=True)
+    log(summary(tally))
+    if runner.error:
+        print(f"{Path(sys.argv[0]).name}: {runner.error}", file=sys.stderr, flush=True)
+    if runner.interrupted:
+        return 0
+    return REPLACED if runner.replaced else 1 if runner.error else 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python sdk.py mybot.py --server URL --token-file F`: this file on its own."""
+    """`python sdk.py mybot.py --token-file F`: this file on its own."""
     parser = argparse.ArgumentParser(prog="sdk.py", description="Play a ttt bot program.")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
+    # Ctrl-C ends the games cleanly, even when started from a shell that ignores it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run_bot(args)
+    except KeyboardInterrupt:
+        return 0
     except (Unauthorized, OSError, ValueError) as error:
         print(f"sdk.py: error: {error}", file=sys.stderr)
         return 1

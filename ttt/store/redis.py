@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import time
 from collections.abc import Callable
 
 import redis
 
+from ttt import build
 from ttt.match import Match
 from ttt.store import (
     MAX_RETRIES,
@@ -46,6 +49,7 @@ from ttt.store.redis_keys import (
     live_of,
     player_key,
 )
+from ttt.store.schema import READABLE_FROM, SCHEMA_VERSION, check
 
 # KEYS: game, LIVE, the game's kind index, the live index of each owner (player, or '@'
 # address). ARGV: body, ttl, updated, id, total, game key prefix, the cap of each owner (0: none).
@@ -71,6 +75,25 @@ for i = 1, owners do
   end
 end
 return 0
+"""
+
+
+log = logging.getLogger("ttt.store")
+
+# The layout's version (ttt/store/schema.py): a hash {version, readable_from} that no TTL or
+# eviction touches, and the list of migrations run (one JSON record each).
+SCHEMA_KEY = f"{PREFIX}schema"
+MIGRATIONS_KEY = f"{PREFIX}migrations"
+# KEYS: SCHEMA_KEY, MIGRATIONS_KEY. ARGV: this code's version, readable_from, the record.
+# Returns the version and readable_from found before; records ours only when it is newer.
+MIGRATE = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local readable = tonumber(redis.call('HGET', KEYS[1], 'readable_from') or tostring(found))
+if found < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'version', ARGV[1], 'readable_from', ARGV[2])
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+end
+return {found, readable, redis.call('EXISTS', KEYS[1])}
 """
 
 
@@ -104,6 +127,31 @@ class RedisStore:
         self.untouched_ttl = int(min(untouched_ttl, idle_ttl))
         self._create_capped = self.redis.register_script(CREATE_CAPPED)
         self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
+        self._migrate = self.redis.register_script(MIGRATE)
+        self.schema_checked = False
+        try:
+            self.migrate_schema()
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            # Serve anyway (the store's errors say the rest); checked again at each purge.
+            log.warning("redis store unreachable at start-up, schema not checked yet: %s",
+                        error)
+
+    def migrate_schema(self) -> int:
+        """Check the layout's version, refuse a newer one (SchemaTooNew), record ours once.
+        The version found before."""
+        record = json.dumps({"version": SCHEMA_VERSION, "readable_from": READABLE_FROM,
+                             "at": time.time(), "release": build.release()})
+        found, readable, _ = self._migrate(keys=[SCHEMA_KEY, MIGRATIONS_KEY],
+                                           args=[SCHEMA_VERSION, READABLE_FROM, record])
+        found, readable = int(found), int(readable)
+        if found == 0 and self.schema_checked:
+            # Seen before by this process, gone now: Redis restarted without its data (no
+            # AOF, or evicted under maxmemory): every game, seat and record went with it.
+            log.error("redis store lost its data (the schema key %s is gone): was it "
+                      "restarted without persistence? see deploy/redis.conf", SCHEMA_KEY)
+        check("redis", found, readable)
+        self.schema_checked = True
+        return found
 
     def _ttl(self, match: Match) -> int:
         if match.is_over:
@@ -297,6 +345,7 @@ class RedisStore:
     def purge(self, finished_before: float, idle_before: float,
               untouched_before: float | None = None) -> int:
         """Redis expires games by itself: here the indexes lose the games that are gone."""
+        self.migrate_schema()  # one round trip every purge: notices a Redis that lost its data
         gone = 0
         stale = self.redis.zrangebyscore(LIVE, "-inf", idle_before)
         for game_id in stale:

@@ -11,13 +11,14 @@ revision.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ttt.match import Match
 from ttt.store import (
@@ -49,6 +50,12 @@ UNKINDED_BY_KIND = ("SELECT json_extract(body, '$.mode'), "
                     "FROM games WHERE live = 1 AND mode IS NULL GROUP BY 1, 2")
 
 
+# The write `ping` tries after a write fault: a row that needs new pages, then its removal.
+PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
+               "ON CONFLICT (name) DO UPDATE SET at = excluded.at")
+PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
+
+
 class SqliteStore:
     """A small pool of connections to one database file."""
 
@@ -63,7 +70,8 @@ class SqliteStore:
         # A small pool, not one connection per thread: the threaded and gevent servers
         # run each request in a new thread or greenlet, which would leak a connection each.
         self._pool = Connections(path, pool_size)
-        self._conn = self._pool.take
+        # A full or read-only disk reads fine: after a write failed so, `ping` tries a write.
+        self._write_failed = False
         self._write_lock = threading.Lock()
         # The state this process last wrote of each recent game. Only ever trusted through a
         # compare-and-set on `rev` (every write bumps it), so another process's write simply
@@ -71,6 +79,26 @@ class SqliteStore:
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             migrate(conn)
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection; SQLite's "cannot do it now" errors (disk full, read-only, I/O,
+        locked, cannot open) raised in the block become StoreUnavailable: players get
+        `unavailable` and /healthz 503, not `internal` for a bug."""
+        try:
+            with self._pool.take() as conn:
+                yield conn
+        except StoreUnavailable as error:  # already said (a lock, BEGIN): note a write fault
+            if isinstance(error.__cause__, sqlite3.Error) and _primary(
+                    error.__cause__) in WRITE_FAULTS:
+                self._write_failed = True
+            raise
+        except sqlite3.Error as error:
+            if not unavailable(error):
+                raise
+            if _primary(error) in WRITE_FAULTS:
+                self._write_failed = True
+            raise StoreUnavailable(f"the SQLite store: {error}") from error
 
     # mode and variant never change: written by the INSERT, never by a move's UPDATE (which
     # sets only the columns that changed).
@@ -100,7 +128,7 @@ class SqliteStore:
                 conn.execute(self._INSERT, (*self._row(match), match.id))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 raise
             self._remember(match)
 
@@ -180,13 +208,13 @@ class SqliteStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if conn.execute(sql, (*values, game_id, before.rev)).rowcount != 1:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 self._cache.pop(game_id, None)
                 return None
             self._write_with(conn, update)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback_if_open(conn)
             raise
         return before, after
 
@@ -211,7 +239,7 @@ class SqliteStore:
         try:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
             if row is None:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 return None
             before = from_json(json.loads(row[0]))
             update = as_update(change(before))
@@ -226,7 +254,7 @@ class SqliteStore:
             conn.execute("COMMIT")
             return before, after
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback_if_open(conn)
             raise
 
     def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
@@ -242,7 +270,7 @@ class SqliteStore:
                              "ON CONFLICT (name) DO UPDATE SET at = excluded.at", (now,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback_if_open(conn)
                 self._cache.clear()
                 raise
             return credited
@@ -361,15 +389,59 @@ class SqliteStore:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
 
     def ping(self) -> bool:
+        """Whether the store answers; after a write failed (full or read-only disk), whether
+        a write that needs new room lands again (a few pages, written and freed), and then
+        the write-ahead log is truncated at once (it would otherwise keep the space just
+        freed)."""
         try:
             with self._conn() as conn:
                 conn.execute("SELECT 1").fetchone()
+            if self._write_failed:
+                with self._write_lock, self._conn() as conn:
+                    for probe in (PROBE_WRITE, PROBE_FREE):
+                        _begin_write(conn)
+                        try:
+                            conn.execute(probe)
+                            conn.execute("COMMIT")
+                        except BaseException:
+                            rollback_if_open(conn)
+                            raise
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                self._write_failed = False
             return True
-        except sqlite3.Error:
+        except (sqlite3.Error, StoreUnavailable):
             return False
 
     def close(self) -> None:
         self._pool.close()
+
+
+# SQLite's primary result codes that mean "the file cannot be used now", not a bug.
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY = 5, 6, 7, 8
+SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL = 10, 13, 14, 15
+UNAVAILABLE = {SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_IOERR,
+               SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL}
+WRITE_FAULTS = {SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN}
+
+
+def _primary(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether a SQLite error says the store cannot be used now (a full or read-only disk,
+    an I/O error, a lock held too long), rather than a bug in a statement."""
+    return isinstance(error, sqlite3.Error) and _primary(error) in UNAVAILABLE
+
+
+def rollback_if_open(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction, if SQLite has not already: on a full disk or an I/O error
+    it rolls back by itself, and a second ROLLBACK raised "cannot rollback - no transaction
+    is active", hiding the error that mattered."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):  # the error being raised is the one to see
+            conn.execute("ROLLBACK")
 
 
 def _begin_write(conn: sqlite3.Connection) -> None:

@@ -8,6 +8,8 @@ import queue
 import sqlite3
 from collections.abc import Iterator
 
+WAL_LIMIT = 1 << 20  # bytes the write-ahead log keeps between checkpoints
+
 
 class Connections:
     """Connections to `path`, at most `size` kept open between uses."""
@@ -24,6 +26,9 @@ class Connections:
         if self._wal:  # survives a killed process without an fsync per move (PITFALLS)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Each time the log is reset after a checkpoint, cut it back to 1 MiB: on a small
+            # disk it would otherwise keep (and after a full disk, take back) its largest size.
+            conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
         return conn
 
     @contextlib.contextmanager

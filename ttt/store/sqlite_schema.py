@@ -1,9 +1,14 @@
 """The SQLite file's tables, and the migration that brings a file from an older release
-up to them (in place, at start-up)."""
+up to them (in place, at start-up, once: the file records its version in `PRAGMA
+user_version` and each migration in the `migrations` table; see ttt/store/schema.py)."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
+
+from ttt import build
+from ttt.store.schema import READABLE_FROM, SCHEMA_VERSION, check
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -51,21 +56,49 @@ FILL_KIND = ("UPDATE games SET mode = json_extract(body, '$.mode'), "
              "variant = coalesce(json_extract(body, '$.variant'), 'classic') WHERE mode IS NULL")
 
 
+# One row per migration run on this file: which version, when, by which release.
+MIGRATIONS = ("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, "
+              "readable_from INTEGER NOT NULL, at REAL NOT NULL, release TEXT)")
+
+
+def version(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The file's schema version and the oldest code version that can read it."""
+    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    row = None
+    if found:
+        try:
+            row = conn.execute("SELECT readable_from FROM migrations WHERE version = ?",
+                               (found,)).fetchone()
+        except sqlite3.OperationalError:  # no migrations table: nothing says it is readable
+            row = None
+    return found, (row[0] if row else found)
+
+
 def migrate(conn: sqlite3.Connection) -> None:
-    """Create the tables, and add the columns a file from an older release lacks (filled
-    in the same transaction: a process that starts meanwhile finds them complete)."""
+    """Bring the file to SCHEMA_VERSION, once: create the tables, add the columns and indexes
+    a file from an older release lacks (filled in the same transaction: a process that starts
+    meanwhile finds them complete), record it. Refuse a file newer than this code reads."""
+    check("sqlite", *version(conn))
+    if version(conn)[0] >= SCHEMA_VERSION:
+        return  # already migrated (by this release, or a newer one that we can still read)
     conn.executescript(SCHEMA)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        added = _add_columns(conn)
-        if "games.mode" in added:
-            conn.execute(FILL_KIND)
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found < SCHEMA_VERSION:  # not done by another process while we waited
+            added = _add_columns(conn)
+            if "games.mode" in added:
+                conn.execute(FILL_KIND)
+            for statement in (*INDEXES.split(";"), BEATS, MIGRATIONS):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO migrations VALUES (?, ?, ?, ?)",
+                         (SCHEMA_VERSION, READABLE_FROM, time.time(), build.release()))
+            conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    conn.executescript(INDEXES)
-    conn.executescript(BEATS)
 
 
 def _add_columns(conn: sqlite3.Connection) -> set[str]:

@@ -8,6 +8,7 @@ token is read from the Authorization header only; nothing here logs a header or 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import secrets
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask_socketio import SocketIO
 
-from ttt.bots import Bot, BotError, bot_answer, check_name, hash_token
+from ttt.bots import Bot, BotError, bot_answer, check_name, check_variants, hash_token, plays
 from ttt.bots.book import Book, open_book
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.match import SIDES, MatchError
@@ -23,7 +24,7 @@ from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
 from ttt.variants import VARIANTS
 from ttt.web.events import client_address, emit_all
-from ttt.web.hub import Hub, bot_room
+from ttt.web.hub import Hub, bot_room, peer_gone
 
 bp = Blueprint("bots_api", __name__)
 log = logging.getLogger("ttt.bots")
@@ -33,6 +34,7 @@ STATUS = {"bad_request": 400, "unauthorized": 401, "spectator": 403, "not_found"
           "busy": 503}
 ACTIONS = ("move", "resign", "abort", "claim", "rematch", "decline", "react")
 MAX_GAMES = 10   # live games a bot may sit in at once
+STORE_AWAY = "the game store is unavailable; retry"
 
 
 def referee(app: Flask, store: Any) -> Referee:
@@ -85,7 +87,11 @@ def authenticated(view):
     def wrapper(*args: Any, **kwargs: Any):
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        bot = book().by_token(hash_token(token.strip())) if scheme == "Bearer" and token else None
+        try:
+            bot = (book().by_token(hash_token(token.strip()))
+                   if scheme == "Bearer" and token else None)
+        except StoreUnavailable:  # before `guarded`: its answer, not an HTML 500
+            return answer(refusal("unavailable", STORE_AWAY))
         if bot is None or bot.revoked:
             return answer(refusal("unauthorized", "no valid bot token: send "
                                                   "'Authorization: Bearer <token>'"))
@@ -101,23 +107,66 @@ def guarded(view, *args: Any, **kwargs: Any):
     except (BotError, MatchError) as error:
         return answer(refusal(error.code, error.message))
     except StoreUnavailable:
-        return answer(refusal("unavailable", "the game store is unavailable; retry"))
+        return answer(refusal("unavailable", STORE_AWAY))
     except Exception:  # a bug: one line in the log (never the request's headers)
         log.exception("bot call %s failed", request.path.rsplit("/", 1)[-1])
         return answer(refusal("internal", "something went wrong on the server"))
 
 
 MAX_BODY = 4096
+MAX_DEPTH = 8      # arrays and objects inside each other; nothing a bot sends goes past 3
+NOT_JSON = "a body must be JSON, sent with 'Content-Type: application/json'"
 
 
 def payload() -> dict[str, Any]:
-    """The request's JSON object (at most 4 KiB; nothing a bot sends needs more)."""
+    """The request's JSON object: every JSON endpoint reads its body here, and only here.
+
+    Refused as `bad_request` before any parsing can raise: a body over MAX_BODY bytes (4 KiB;
+    nothing a bot sends needs more), one not sent as application/json, one nested deeper than
+    MAX_DEPTH (the parser recurses: 4,000 `[` raised RecursionError and logged a traceback
+    per request), one that is not valid UTF-8 JSON, or not an object. No body reads as {}.
+    """
     if (request.content_length or 0) > MAX_BODY:
         raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
-    body = request.get_json(silent=True) if request.content_length else {}
+    raw = request.stream.read(MAX_BODY + 1)  # chunked bodies have no Content-Length
+    if len(raw) > MAX_BODY:
+        raise BotError("bad_request", f"a body has at most {MAX_BODY} bytes")
+    if not raw.strip():
+        return {}
+    if request.mimetype != "application/json":
+        raise BotError("bad_request", f"{NOT_JSON}, not {request.mimetype or 'no type'}")
+    if nesting(raw) > MAX_DEPTH:
+        raise BotError("bad_request", f"a body nests at most {MAX_DEPTH} arrays or objects")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise BotError("bad_request", "the body is not valid JSON") from None
     if not isinstance(body, dict):
         raise BotError("bad_request", "the body must be a JSON object")
     return body
+
+
+def nesting(raw: bytes) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings not counted;
+    an unbalanced text is the parser's to refuse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:    # backslash
+                escaped = True
+            elif byte == 0x22:    # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
 
 
 def connect(bot: Bot) -> str:
@@ -159,11 +208,26 @@ def room_for(bot: Bot) -> None:
         raise BotError("not_allowed", f"{bot.name} sits in too many unfinished games")
 
 
-def opponent_bot(text: str) -> Bot:
-    """The online bot named by 'bot:<name>'."""
+def check_plays(bot: Bot, variant: Any) -> None:
+    """Refuse a game of a variant the bot does not say it plays, naming what it plays."""
+    if isinstance(variant, str) and variant in VARIANTS and variant not in bot.variants:
+        raise BotError("not_allowed", f"{bot.name} plays {plays(bot.variants)}, "
+                                      f"not {variant}")
+
+
+def check_rated(body: dict[str, Any]) -> bool:
+    rated = body.get("rated", True)
+    if not isinstance(rated, bool):
+        raise BotError("bad_request", "rated must be true or false")
+    return rated
+
+
+def opponent_bot(text: str, variant: str | None = None) -> Bot:
+    """The online bot named by 'bot:<name>' (that plays `variant`, when given)."""
     other = book().by_name(check_name(text.removeprefix("bot:")))
     if other is None or other.revoked:
         raise BotError("not_found", "no such bot")
+    check_plays(other, variant)
     if not hub().online(other.player):
         raise BotError("not_allowed", f"{other.name} is not online")
     room_for(other)
@@ -174,7 +238,8 @@ def opponent_bot(text: str) -> Bot:
 @authenticated
 def stream(bot: Bot):
     connect(bot)
-    lines = hub().lines(hub().open(bot))
+    sock = request.environ.get("werkzeug.socket") or request.environ.get("gunicorn.socket")
+    lines = hub().lines(hub().open(bot), lambda: peer_gone(sock))
     return Response(lines, mimetype="application/x-ndjson",
                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -187,6 +252,7 @@ def challenge(bot: Bot):
     variant = body.get("variant", "classic")
     clock = body.get("clock")
     you = body.get("you")
+    rated = check_rated(body)
     if you is None:
         you = secrets.choice(SIDES)
     if not isinstance(opponent, str):
@@ -204,17 +270,22 @@ def challenge(bot: Bot):
         event["mode"] = "friend"
     else:
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
-    other = opponent_bot(opponent) if opponent.startswith("bot:") else None
+    other = opponent_bot(opponent, variant) if opponent.startswith("bot:") else None
     if other is not None and other.player == bot.player:
         raise BotError("bad_request", "a bot cannot challenge itself")
     made = run(sid, "new_game", event)
+    if made.get("ok") and not rated:  # before anyone can end it: never counted
+        book().mark_casual(made["game"]["id"])
     seat_from(made, bot)
+    if made.get("ok"):
+        made = {**made, "rated": rated}
     if other is not None and made.get("ok"):
         game_id = made["game"]["id"]
         book().offer(game_id, other.player)
         emit_all(current_app.extensions["ttt_socketio"], [Push(
             "challenge", bot_room(other.player), {"id": game_id, "from": bot.name,
-                                                  "variant": variant, "clock": clock})])
+                                                  "variant": variant, "clock": clock,
+                                                  "rated": rated})])
     return answer(made)
 
 
@@ -260,15 +331,47 @@ def act(bot: Bot, game_id: str, action: str):
 @bp.get("/api/bot/account")
 @authenticated
 def account(bot: Bot):
-    """Which bot the token belongs to."""
-    return jsonify({"ok": True, "bot": card(bot)})
+    """Which bot the token belongs to, and the move deadline it plays to."""
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
+
+
+@bp.post("/api/bot/account")
+@authenticated
+def set_account(bot: Bot):
+    """{"variants": [...]}: what the bot plays (the SDK sends its program's VARIANTS)."""
+    body = payload()
+    if "variants" in body:
+        changed = book().set_variants(bot.player, check_variants(body["variants"]))
+        bot = changed or bot
+    return jsonify({"ok": True, "bot": card(bot), "move_seconds": move_seconds()})
+
+
+def move_seconds() -> float:
+    """The seconds a bot has for a move (the referee's; a game's clock may be shorter)."""
+    return float(getattr(table().store, "move_seconds", MOVE_SECONDS))
+
+
+@bp.app_errorhandler(405)
+def wrong_method(error):
+    """A wrong method on the API: JSON as every other answer, not an HTML page (a routing
+    error reaches no blueprint's own handler, hence the app's, for /api/ paths only)."""
+    if not request.path.startswith("/api/"):
+        return error
+    allowed = getattr(error, "valid_methods", None) or []
+    response = jsonify(refusal("bad_request", f"{request.method} is not allowed here"
+                                              + (f": use {', '.join(allowed)}" if allowed
+                                                 else "")))
+    response.status_code = 405
+    if allowed:
+        response.headers["Allow"] = ", ".join(allowed)
+    return response
 
 
 @bp.get("/api/bots")
 def bots():
     """Every bot with its record against each AI level, against bots, its rating and whether
     it is online (its stream open, in any process)."""
-    return jsonify({"ok": True, "bots": [card(b) for b in book().all()]})
+    return guarded(lambda: jsonify({"ok": True, "bots": [card(b) for b in book().all()]}))
 
 
 def card(bot: Bot) -> dict[str, Any]:

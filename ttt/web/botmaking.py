@@ -25,10 +25,10 @@ from flask import (
     request,
 )
 
-from ttt.bots import Bot, BotError, check_about, check_name
+from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_variants
 from ttt.bots.book import register
 from ttt.table import refusal
-from ttt.web.api import STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.api import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
 from ttt.web.pages import ensure_player, from_this_site, site_url
@@ -51,19 +51,22 @@ def take_making(person: str) -> None:
         raise BotError("rate_limited", "too many bots made from here: try again later")
 
 
-def make_for(person: str, name: Any, about: Any) -> tuple[Bot, str]:
+def make_for(person: str, name: Any, about: Any, variants: Any = None) -> tuple[Bot, str]:
     """A bot made for this person (checked, rate-limited, capped): the bot and its token."""
     name, about = check_name(name), check_about("" if about is None else about)
+    variants = check_variants(["classic"] if variants is None else variants)
     take_making(person)
     return register(book(), table().store, name, about,
                     owner=table().store.name(person) or "", maker=person,
-                    limit=int(current_app.config["TTT_BOT_MAX_PER_PERSON"]))
+                    limit=int(current_app.config["TTT_BOT_MAX_PER_PERSON"]), variants=variants)
 
 
-def _form(error: str | None = None, status: int = 200, **values: str):
+def _form(error: str | None = None, status: int = 200, variants: Any = ("classic",),
+          **values: str):
     return render_template("bot_new.html", error=error,
                            limit=current_app.config["TTT_BOT_MAX_PER_PERSON"],
-                           name=values.get("name", ""), about=values.get("about", "")), status
+                           name=values.get("name", ""), about=values.get("about", ""),
+                           variants=list(variants)), status
 
 
 @bp.get("/bots/new")
@@ -80,11 +83,12 @@ def made_bot():
         return _form(CROSS_SITE, 403)
     person = ensure_player()
     name, about = request.form.get("name", ""), request.form.get("about", "")
+    variants = request.form.getlist("variants")[:4] or ["classic"]  # none ticked: classic
     try:
-        bot, token = make_for(person, name, about)
+        bot, token = make_for(person, name, about, variants)
     except BotError as error:
-        return _form(error.message, STATUS.get(error.code, 409), name=name[:24],
-                     about=about[:280])
+        return _form(error.message, STATUS.get(error.code, 409),
+                     [v for v in variants if v in PLAYABLE], name=name[:24], about=about[:280])
     page = render_template("bot_made.html", bot=bot, token=token, site=site_url())
     return _secret(make_response(page))
 
@@ -93,7 +97,7 @@ def made_bot():
 def create():
     """{"name", "about"} from the page's cookie: {"ok", "bot", "token"}."""
     if not request.is_json:  # a cross-site form cannot send JSON without a preflight
-        return answer(refusal("bad_request", "send JSON"))
+        return answer(refusal("bad_request", NOT_JSON))
     if not from_this_site(required=False):
         return jsonify(refusal("not_allowed", CROSS_SITE)), 403
     return guarded(_create)
@@ -101,7 +105,8 @@ def create():
 
 def _create() -> Response:
     body = payload()
-    bot, token = make_for(ensure_player(), body.get("name"), body.get("about", ""))
+    bot, token = make_for(ensure_player(), body.get("name"), body.get("about", ""),
+                          body.get("variants"))
     return _secret(jsonify({"ok": True, "bot": card(bot), "token": token}))
 
 

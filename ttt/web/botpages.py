@@ -7,6 +7,7 @@ A person plays a bot through an ordinary friend game: made on the person's own a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from flask import (
@@ -14,6 +15,7 @@ from flask import (
     abort,
     current_app,
     jsonify,
+    make_response,
     redirect,
     render_template,
     request,
@@ -21,12 +23,23 @@ from flask import (
 )
 
 import ttt.bots.sdk
-from ttt.bots import Bot, BotError, check_name
+from ttt.bots import Bot, BotError, check_name, plays
 from ttt.match import SIDES
 from ttt.table import refusal, valid_id
-from ttt.web.api import answer, book, card, connect, opponent_bot, run, seat_from, table
+from ttt.web.api import (
+    NOT_JSON,
+    answer,
+    book,
+    card,
+    connect,
+    opponent_bot,
+    payload,
+    run,
+    seat_from,
+    table,
+)
 from ttt.web.events import client_address
-from ttt.web.pages import ensure_player, from_this_site
+from ttt.web.pages import ensure_player, from_this_site, site_url
 
 bp = Blueprint("bots_pages", __name__)
 
@@ -49,22 +62,50 @@ def ladder():
     return render_template("bots.html", bots=cards)
 
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "bots.md"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bots"
+SERVED_EXAMPLES = ("minimax.py", "random_ultimate.py")  # the guide links these
+
+
+SDK_DEFAULT = 'DEFAULT_SERVER = "http://127.0.0.1:5000"'
+
+
+def stamped_sdk(site: str) -> str:
+    """The SDK's text with this site's address as its default `--server`."""
+    text = Path(ttt.bots.sdk.__file__).read_text(encoding="utf-8")
+    if SDK_DEFAULT not in text:  # the line moved: serve it as it is rather than break it
+        return text
+    return text.replace(SDK_DEFAULT, f"DEFAULT_SERVER = {json.dumps(site)}", 1)
 
 
 @bp.get("/bots/sdk.py")
 def sdk():
-    """The bot client, one standard-library file: `python sdk.py mybot.py --server ...`."""
-    return send_file(ttt.bots.sdk.__file__, mimetype="text/x-python", as_attachment=True,
-                     download_name="sdk.py", max_age=300)
+    """The bot client, one standard-library file, with this site as its default server:
+    `python3 sdk.py mybot.py --token-file F` plays here."""
+    response = make_response(stamped_sdk(site_url()))
+    response.mimetype = "text/x-python"
+    response.headers["Content-Disposition"] = 'attachment; filename="sdk.py"'
+    response.headers["Cache-Control"] = "public, max-age=300"
+    response.headers["Vary"] = "Host"  # the address written in is the Host asked for
+    return response
 
 
 @bp.get("/bots/guide")
 def guide():
-    """How to write a bot (docs/bots.md), as text a browser shows."""
-    if not GUIDE.is_file():
-        abort(404, description="This server was installed without its docs.")
-    return send_file(GUIDE, mimetype="text/plain", max_age=300)
+    """How to write a bot, for learners: a page in the site's style (operators read
+    docs/deploy.md)."""
+    config = current_app.config
+    return render_template("bot_guide.html", site=site_url(),
+                           move_seconds=f"{float(config.get('TTT_BOT_MOVE_SECONDS', 10)):g}",
+                           max_games=config["TTT_BOT_MAX_GAMES"])
+
+
+@bp.get("/bots/examples/<name>")
+def example(name: str):
+    """An example bot the guide links, as text a browser shows (and `curl -O` saves)."""
+    path = EXAMPLES / name
+    if name not in SERVED_EXAMPLES or not path.is_file():
+        abort(404, description="There is no example of that name.")
+    return send_file(path, mimetype="text/plain", max_age=300)
 
 
 @bp.get("/bot/<name>")
@@ -84,7 +125,7 @@ def give_seat(person: str, game_id: str, opponent: str) -> dict:
         raise BotError("spectator", "only a player of a friend game can invite a bot")
     if match.is_over or None not in match.seats.values():
         raise BotError("not_allowed", "this game has no empty seat")
-    bot = opponent_bot(opponent)
+    bot = opponent_bot(opponent, match.variant)
     joined = run(connect(bot), "join", {"game": game_id}, limited=False)
     seat_from(joined, bot)
     return joined
@@ -99,6 +140,9 @@ def play(name: str):
     person = ensure_player()
     variant = request.form.get("variant", "classic")
     you = request.form.get("you", "X")
+    if variant not in bot.variants:  # the page offers only those: a stale or forged form
+        return render_template("bot.html", bot=card(bot), error=f"{bot.name} plays "
+                               f"{plays(bot.variants)}."), 409
     presence = table().presence
     sid = f"web:{person}:{id(request)}"
     address = client_address(current_app.config["TTT_TRUSTED_PROXIES"])
@@ -127,9 +171,11 @@ def play(name: str):
 def opponent(game_id: str):
     """A friend game's empty seat given to a bot: {"opponent": "bot:<name>"} from the page."""
     if not request.is_json:  # a cross-site form cannot send JSON without a preflight
-        return answer(refusal("bad_request", "send JSON"))
-    body = request.get_json(silent=True)
-    target = body.get("opponent") if isinstance(body, dict) else None
+        return answer(refusal("bad_request", NOT_JSON))
+    try:
+        target = payload().get("opponent")
+    except BotError as error:
+        return answer(refusal(error.code, error.message))
     if not valid_id(game_id) or not isinstance(target, str) or not target.startswith("bot:"):
         return answer(refusal("bad_request", "opponent must be 'bot:<name>'"))
     try:

@@ -72,7 +72,7 @@ class Drain:
             result = _result(answer)
             events.labels(name, result).inc()
             latency.observe(seconds)
-            logs.access(name, _game_id(payload, answer), result, seconds)
+            logs.access(name, _game_id(payload, answer), result, seconds, sid, payload, answer)
             return answer
 
         return watched

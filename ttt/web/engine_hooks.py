@@ -16,12 +16,14 @@ Public, and used freely elsewhere: `socketio.server`, `server.eio`, `server.on`,
 from __future__ import annotations
 
 import inspect
+import logging
+import time
 from collections.abc import Callable, Collection
 from importlib import metadata
 from typing import Any
 
 from engineio import socket as eio_socket
-from socketio import PubSubManager
+from socketio import PubSubManager, RedisManager
 
 #: The minor versions the hooks were written against (pyproject.toml pins them with ~=).
 WRITTEN_FOR = {"python-engineio": "4.15", "python-socketio": "5.18"}
@@ -76,7 +78,18 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("python-socketio", "BaseManager.sid_from_eio_sid/get_namespaces",
      lambda server: callable(getattr(server.manager, "sid_from_eio_sid", None))
      and callable(getattr(server.manager, "get_namespaces", None))),
+    ("python-socketio", "RedisManager._redis_listen_with_retries/_redis_connect",
+     lambda server: _redis_listener_hook()),
 )
+
+
+def _redis_listener_hook() -> bool:
+    """The queue listener's retry loop and what it uses, as `on_queue_recovered` replaces it."""
+    probe = RedisManager("redis://127.0.0.1:1/0")  # connects to nothing until initialized
+    return (inspect.isgeneratorfunction(getattr(RedisManager, "_redis_listen_with_retries",
+                                                None))
+            and callable(getattr(RedisManager, "_redis_connect", None))
+            and all(hasattr(probe, name) for name in ("pubsub", "channel")))
 
 
 def _version(package: str) -> str:
@@ -232,9 +245,87 @@ def on_queue_emit(server: Any, heard: Callable[[dict], bool]) -> None:
     manager._handle_emit = hear
 
 
+def local_rooms(server: Any, namespace: str = "/") -> list[str]:
+    """The named rooms with a member in this process."""
+    return [name for name, members in server.manager.rooms.get(namespace, {}).items()
+            if isinstance(name, str) and members]
+
+
+def emit_as_heard(server: Any, event: str, data: dict, room: str) -> None:
+    """Hand an emit to this process's rooms only, as if the queue listener had heard it (so
+    `on_queue_emit`'s hearer sees it too: the bot streams, each protocol's copy)."""
+    server.manager._handle_emit({"method": "emit", "event": event, "data": [data],
+                                 "namespace": "/", "room": room, "skip_sid": None,
+                                 "callback": None})
+
+
+def queue_watch(server: Any) -> QueueWatch | None:
+    """The watch `on_queue_recovered` put on this server's queue listener, if any."""
+    return getattr(server.manager, "ttt_queue_watch", None)
+
+
 def start_queue_listener(server: Any) -> None:
     """Start the message-queue listener now (python-socketio starts it on the first Socket.IO
     connection; a process serving only bot streams would otherwise hear nothing)."""
     if not server.manager_initialized:
         server.manager_initialized = True
         server.manager.initialize()
+
+
+class QueueWatch:
+    """What this process knows of its message-queue listener: cut (since when) or listening."""
+
+    def __init__(self) -> None:
+        self.cut_since: float | None = None   # monotonic time the listener lost Redis
+        self.listening = False                # subscribed now
+        self.recoveries = 0                   # times it came back after a cut
+
+    @property
+    def up(self) -> bool:
+        """Whether the listener hears the queue, or has not needed to yet (never started)."""
+        return self.cut_since is None
+
+
+#: The longest wait between two tries of a cut listener (python-socketio doubles up to 60 s:
+#: pushes published meanwhile are lost for good, PITFALLS).
+QUEUE_RETRY_CAP = 0.5
+
+
+def on_queue_recovered(server: Any, recovered: Callable[[], None],
+                       cap: float = QUEUE_RETRY_CAP) -> QueueWatch | None:
+    """Cap the Redis queue listener's back-off at `cap` seconds and call recovered() (in a
+    background task) each time it subscribes again after being cut. None when the manager is
+    not python-socketio's RedisManager (no queue, or another kind): nothing is changed."""
+    manager = server.manager
+    if not isinstance(manager, RedisManager):
+        return None
+    watch = QueueWatch()
+    log = logging.getLogger("ttt.queue")
+
+    def listen_with_retries() -> Any:  # python-socketio's loop, its wait capped
+        wait = 0.05
+        while True:
+            try:
+                manager._redis_connect()
+                manager.pubsub.subscribe(manager.channel)
+                watch.listening = True
+                if watch.cut_since is not None:
+                    log.warning("message queue back after %.1f s: re-sending this process's "
+                                "rooms", time.monotonic() - watch.cut_since)
+                    watch.cut_since = None
+                    watch.recoveries += 1
+                    server.start_background_task(recovered)
+                wait = 0.05
+                yield from manager.pubsub.listen()
+            except Exception as error:
+                watch.listening = False
+                if watch.cut_since is None:
+                    watch.cut_since = time.monotonic()
+                    log.warning("message queue listener cut (%s); retrying every %.1f s at "
+                                "most", error, cap)
+                time.sleep(wait)  # gevent's under gunicorn (patched), a thread's otherwise
+                wait = min(wait * 2, cap)
+
+    manager._redis_listen_with_retries = listen_with_retries
+    manager.ttt_queue_watch = watch
+    return watch

@@ -16,6 +16,7 @@ from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
 from ttt.web.admission import address_of
 from ttt.web.engine_hooks import room_members
+from ttt.web.metrics import refused_connection, unhandled
 
 log = logging.getLogger("ttt.events")
 
@@ -80,6 +81,7 @@ def register(socketio: SocketIO, table: Table, config: Any,
                     return refusal("unavailable", "the game store is unavailable; retrying")
                 except Exception:  # a bug: say so once in the log, never drop the connection
                     log.exception("event %s failed", name)
+                    unhandled(name)
                     return refusal("internal", "something went wrong on the server")
                 if reply.show:
                     _show(server, sid, reply.show)
@@ -113,9 +115,12 @@ def _register_connections(socketio: SocketIO, table: Table) -> None:
         player = session.get("pid")
         config = current_app.config
         address = client_address(config["TTT_TRUSTED_PROXIES"])
-        if not isinstance(player, str) or not table.connect(
-                request.sid, player, address, burst=2 * config["TTT_RATE_LIMIT"]):
-            return False  # no session cookie (open the page first), or too many tabs
+        if not isinstance(player, str):
+            refused_connection("session")
+            return False  # no session cookie: open the page first
+        if not table.connect(request.sid, player, address, burst=2 * config["TTT_RATE_LIMIT"]):
+            refused_connection("player")
+            return False  # too many tabs of this player (or addresses)
         join_room(player_room(player))
         if isinstance(auth, dict) and auth.get("protocol") == 3:  # `auth: {"protocol": 3}`
             table.presence.connection(request.sid).protocol = 3

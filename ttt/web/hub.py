@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import select
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from socketio import PubSubManager
 from ttt.bots import Bot, bot_view, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
+from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, room
 from ttt.web import engine_hooks
 from ttt.web.events import emit_all
@@ -42,6 +45,17 @@ PING_EVERY = 15.0
 CHECK_EVERY = 1.0          # how often a stream checks that its token still holds
 RENEW_EVERY = LEASE_SECONDS / 3  # how often its seat leases are renewed (shared presence)
 CLOSE = object()           # a stream's queue sentinel: end the stream now
+REPLACED = {"type": "replaced"}  # a replaced stream's last line (PROTOCOL v4), then it ends
+
+
+#: A stream's last line when the store (or shared presence) went away under it.
+AWAY_LINE = {"type": "unavailable",
+             "error": {"code": "unavailable",
+                       "message": "the game store is unavailable; reconnect in a few seconds"}}
+
+
+def _line(item: dict) -> bytes:
+    return (json.dumps(item, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
 def bot_sid(player: str) -> str:
@@ -53,6 +67,18 @@ def seat_sid(stream: Stream) -> str:
     """The sid a stream holds its bot's seat leases under: its own, so a stream closing in
     one process never ends the leases of the stream that replaced it in another."""
     return f"botseat:{stream.bot.player}:{stream.id}"
+
+
+def peer_gone(sock: Any) -> bool:
+    """Whether the client closed its end of a stream's connection (it sends nothing after
+    its request, so a readable socket with nothing to read is a closed one)."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):  # an SSL socket takes no peek; a closed one: gone
+        return False
 
 
 def bot_room(player: str) -> str:
@@ -92,6 +118,8 @@ class Hub:
         self.shared = isinstance(socketio.server.manager, PubSubManager)
         if self.shared:
             self._hear_the_queue()
+            # A cut listener misses every push published meanwhile: once back, resend.
+            engine_hooks.on_queue_recovered(socketio.server, self.resend)
 
     def _hear_the_queue(self) -> None:
         """Hear every emit where python-socketio hands it to this process's rooms."""
@@ -110,6 +138,31 @@ class Hub:
             return False
 
         engine_hooks.on_queue_emit(self.socketio.server, heard)
+
+    def resend(self) -> int:
+        """The queue listener is back after a cut: the current view of every game a room of
+        this process shows (people's rooms and bot streams), to this process's members only,
+        read from the store after the listener subscribed again, so nothing published while
+        it was away stays missing. How many games were sent."""
+        rooms = set(engine_hooks.local_rooms(self.socketio.server)) | set(self._rooms)
+        games = {name.split(":")[1] for name in rooms
+                 if name.startswith("g:") and name.count(":") == 2}
+        sent = 0
+        for game_id in games:
+            try:
+                match = self.table.store.get(game_id)
+            except Exception as error:  # the store is away too: the next move will tell
+                log.warning("could not resend game %s: %s", game_id, error)
+                continue
+            if match is None:
+                continue
+            sent += 1
+            for push in self.table.game_pushes(match):
+                if push.room in rooms:
+                    engine_hooks.emit_as_heard(self.socketio.server, push.event, push.body(),
+                                               push.room)
+        log.info("queue back: resent %d games to this process's rooms", sent)
+        return sent
 
     # --- the bot as a connection --------------------------------------------------------------
 
@@ -143,8 +196,8 @@ class Hub:
             old = self._streams.get(bot.player)
             self._streams[bot.player] = stream
         if old is not None:
+            old.queue.put(REPLACED)  # before the drop: its reader sees this line, then ends
             self._drop(old)
-            old.queue.put(CLOSE)
         with self._lock:
             self._rooms.setdefault(bot_room(bot.player), set()).add(bot.player)
         self.presence.seats.add(f"bot:{bot.player}", ONLINE, seat_sid(stream))
@@ -227,8 +280,11 @@ class Hub:
         if stream is not None:
             stream.queue.put(CLOSE)
 
-    def lines(self, stream: Stream) -> Iterator[bytes]:
-        """The stream's NDJSON lines until it is replaced, revoked or the bot goes away."""
+    def lines(self, stream: Stream, gone: Callable[[], bool] = lambda: False
+              ) -> Iterator[bytes]:
+        """The stream's NDJSON lines until it is replaced (its last line says so), revoked,
+        or the bot goes away (`gone()`: the client closed its end, checked every second, so a
+        bot that exits cleanly is offline at once, not at the next ping)."""
         last_line = checked = renewed = time.monotonic()
         try:
             while True:
@@ -236,26 +292,42 @@ class Hub:
                     item = stream.queue.get(timeout=CHECK_EVERY)
                 except self._empty:
                     item = None
+                if item is REPLACED:
+                    yield (json.dumps(REPLACED) + "\n").encode()
+                    return
                 if item is CLOSE or stream.closed:
                     return
                 now = time.monotonic()
-                if now - checked >= CHECK_EVERY:  # a token revoked by another process
-                    checked = now
-                    bot = self.book.by_player(stream.bot.player)
-                    if bot is None or bot.revoked:
-                        return
-                if now - renewed >= RENEW_EVERY:
-                    renewed = now
-                    self._renew(stream)
+                try:
+                    if now - checked >= CHECK_EVERY:  # a token revoked by another process
+                        checked = now
+                        bot = self.book.by_player(stream.bot.player)
+                        if bot is None or bot.revoked or gone():
+                            return
+                    if now - renewed >= RENEW_EVERY:
+                        renewed = now
+                        try:
+                            self._renew(stream)
+                        except StoreUnavailable as error:  # leases outlast a short outage
+                            log.warning("seat leases of %s not renewed: %s", stream.bot.name,
+                                        error)
+                            renewed = now - RENEW_EVERY + CHECK_EVERY  # again in a second
+                except StoreUnavailable as error:  # the last line says why (the bot retries)
+                    log.warning("bot stream of %s ended: %s", stream.bot.name, error)
+                    yield _line(AWAY_LINE)
+                    return
                 if item is None and now - last_line < PING_EVERY:
                     continue
                 if item is None:
                     item = {"type": "ping"}
                 last_line = now
-                yield (json.dumps(item, separators=(",", ":"), ensure_ascii=False)
-                       + "\n").encode()
+                yield _line(item)
         finally:
-            self.close(stream)
+            try:
+                self.close(stream)
+            except StoreUnavailable as error:  # its seats' leases expire by themselves
+                log.warning("bot stream of %s closed with the store away: %s",
+                            stream.bot.name, error)
 
     def _renew(self, stream: Stream) -> None:
         """Renew the stream's seat leases (Redis presence expires them otherwise)."""
@@ -329,6 +401,6 @@ class Hub:
                 if match is not None:
                     self.seat(player, match)
             elif push.event == "replace" and body.get("keep") != stream.id:
-                stream.queue.put(CLOSE)
+                stream.queue.put(REPLACED)
             elif push.event == "challenge":
                 stream.queue.put({"type": "challenge", **body})

@@ -53,19 +53,22 @@ def operator(view):
     return wrapper
 
 
-def online_bot(name: Any) -> Bot:
-    """The online bot of that name with room for one more game (refusals as a challenge's)."""
+def online_bot(name: Any, variant: Any = None) -> Bot:
+    """The online bot of that name, playing that variant, with room for one more game
+    (refusals as a challenge's)."""
     if not isinstance(name, str):
         raise BotError("bad_request", "x and o are bot names")
-    return opponent_bot(f"bot:{check_name(name)}")
+    return opponent_bot(f"bot:{check_name(name)}", variant)
 
 
 @bp.get("/api/ladder")
 @operator
 def online():
-    """The bots online now, by name, and a bot's cap of live games (a round's waves)."""
-    names = [b.name for b in book().all() if not b.revoked and hub().online(b.player)]
-    return jsonify({"ok": True, "online": names,
+    """The bots online now, by name, what each plays, and a bot's cap of live games (a
+    round's waves)."""
+    bots = [b for b in book().all() if not b.revoked and hub().online(b.player)]
+    return jsonify({"ok": True, "online": [b.name for b in bots],
+                    "plays": {b.name: b.variants for b in bots},
                     "max_games": current_app.config["TTT_BOT_MAX_GAMES"]})
 
 
@@ -74,7 +77,8 @@ def online():
 def start():
     """A game between two online bots, X's bot making it and O's bot taking the other seat."""
     body = payload()
-    x, o = online_bot(body.get("x")), online_bot(body.get("o"))
+    variant = body.get("variant", "classic")
+    x, o = online_bot(body.get("x"), variant), online_bot(body.get("o"), variant)
     if x.player == o.player:
         raise BotError("bad_request", "a bot cannot play itself")
     made = run(connect(x), "new_game", {"mode": "friend", "you": "X",

@@ -1,35 +1,30 @@
 """Logging for a served process, set up in one place: text by default, JSON lines on request.
 
-`TTT_LOG_FORMAT=json` writes one JSON object a line; `TTT_LOG_LEVEL` (INFO) sets the level.
+`TTT_LOG_FORMAT=json` writes one JSON object a line, every line of the process: the app's,
+Werkzeug's, python-socketio's and python-engineio's (their loggers get a level here, so they
+never add the bare handler of their own), Python warnings (`logging.captureWarnings`), and
+gunicorn's own (deploy/gunicorn.conf.py points its `logconfig_dict` at `JsonFormatter`).
+`TTT_LOG_LEVEL` (INFO) sets the level.
+
 Every event handled gives one line on the `ttt.access` logger (see `access`): the event, the
-game id, the result code and the duration; never a cookie, a token or a player's name.
+game id, the result code and the duration; in JSON also the seat, the cell, the game's
+version (`rev`), the process id and a connection id (a hash of the socket id, never the id
+itself). Never a cookie, a token or a player's name. The fields are worked out when the line
+is written, not when the event is handled (nothing is done for a level that is off).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-import time
+from typing import Any
 
-ACCESS = logging.getLogger("ttt.access")
-FIELDS = ("event", "game", "result", "ms")
+from ttt.jsonlog import ACCESS, JsonFormatter, connection_id
 
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object a line, with the access fields as keys of their own."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-                + f".{int(record.msecs):03d}Z",
-                "level": record.levelname, "logger": record.name, "message": record.getMessage()}
-        for key in FIELDS:
-            if hasattr(record, key):
-                line[key] = getattr(record, key)
-        if record.exc_info:
-            line["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=True)
+__all__ = ["ACCESS", "JsonFormatter", "access", "configure", "connection_id"]
+# Libraries that add a bare StreamHandler of their own to a logger whose level is unset.
+LIBRARIES = ("engineio.server", "socketio.server", "engineio.client", "socketio.client")
 
 
 class _Ours(logging.StreamHandler):
@@ -47,10 +42,31 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
         "%(asctime)s %(levelname)s %(name)s %(message)s"))
     root.addHandler(handler)
     root.setLevel((level or os.environ.get("TTT_LOG_LEVEL") or "INFO").upper())
+    for name in LIBRARIES:  # their warnings and errors through our handler, not a bare one
+        library = logging.getLogger(name)
+        if library.level == logging.NOTSET:
+            library.setLevel(logging.WARNING)
+        for bare in [h for h in library.handlers if type(h) is logging.StreamHandler]:
+            library.removeHandler(bare)
+    logging.captureWarnings(True)
+    if fmt == "json":  # a crash (a store too new at start-up, a bug) is one JSON line too
+        sys.excepthook = _log_uncaught
 
 
-def access(event: str, game: str | None, result: str, seconds: float) -> None:
-    """The line for one event handled."""
+def _log_uncaught(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, error, tb)
+        return
+    logging.getLogger("ttt").critical("stopped by %s: %s", kind.__name__, error,
+                                      exc_info=(kind, error, tb))
+
+
+def access(event: str, game: str | None, result: str, seconds: float, sid: str | None = None,
+           payload: Any = None, answer: Any = None) -> None:
+    """The line for one event handled (seat, cell, rev and connection read when written)."""
+    if not ACCESS.isEnabledFor(logging.INFO):
+        return
     ms = round(seconds * 1000, 2)
     ACCESS.info("event=%s game=%s result=%s ms=%s", event, game or "-", result, ms,
-                extra={"event": event, "game": game, "result": result, "ms": ms})
+                extra={"event": event, "game": game, "result": result, "ms": ms, "sid": sid,
+                       "payload": payload, "answer": answer})

@@ -6,13 +6,21 @@ multiprocess mode): Prometheus scrapes every process (deploy/prometheus.yml) and
 <token>`; `TTT_METRICS_BIND` (`host:port`) serves it on a separate address instead, which
 the public front never reaches. A stranger gets 404 (off, or on its own address) or 401.
 
-The AI worker pool reports through `observe_search(seconds)`; its queue is read at each scrape.
+The AI worker pool reports through `observe_search(seconds)` and `observe_wait(seconds)`; its
+queue is read at each scrape. Refused connections (`refused_connection(reason)`) and unhandled
+errors (`unhandled(where)`) are counted process-wide, wherever they happen.
+
+Cost on the hot path (issue 32): a store call is timed into `ttt_store_seconds{operation}`,
+one perf_counter pair and one observation into a child looked up once per operation name
+(about a microsecond a call; `python -m bench.metrics_cost` measures it).
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
+import math
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,16 +30,22 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
     generate_latest,
     start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ttt.store import StoreUnavailable, as_update
+from ttt import build
+from ttt.store import KINDS, StoreUnavailable, as_update
 
 log = logging.getLogger("ttt.metrics")
+GAMES = logging.getLogger("ttt.games")  # one line per game ended by this process
 
 # Event latency in seconds: a move on loopback takes about a millisecond; an Ultimate AI
 # reply or a store under load, up to seconds.
@@ -41,6 +55,20 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 AI_SEARCH = Histogram("ttt_ai_search_seconds", "Time the AI spent choosing one move.",
                       buckets=LATENCY_BUCKETS, registry=None)
 AI_QUEUE = Gauge("ttt_ai_queue_depth", "AI searches waiting for a worker.", registry=None)
+AI_WAIT = Histogram("ttt_ai_queue_wait_seconds", "Time an AI search waited in the queue "
+                    "before a worker took it.", buckets=LATENCY_BUCKETS, registry=None)
+# Store calls: a cached read takes microseconds, a write a millisecond, a stalled store seconds.
+STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                 0.5, 1.0, 2.5, 5.0)
+# One name with the connection cap of issue 27 (the same counter, by reason).
+REFUSED = Counter("ttt_connections_refused", "Connections refused before they were served, "
+                  "by reason (full: the process's cap; address: one address's cap; session: "
+                  "no session cookie; player: too many tabs of one player).", ["reason"],
+                  registry=None)
+UNHANDLED = Counter("ttt_unhandled_errors", "Exceptions no handler expected (a bug), by event "
+                    "or route; the player got 'internal' or a 500.", ["where"], registry=None)
+SERVER_ERRORS = Counter("ttt_http_server_errors", "HTTP answers with a 5xx status, by route "
+                        "and status.", ["route", "status"], registry=None)
 
 
 def observe_search(seconds: float) -> None:
@@ -48,9 +76,26 @@ def observe_search(seconds: float) -> None:
     AI_SEARCH.observe(seconds)
 
 
+def observe_wait(seconds: float) -> None:
+    """Count one AI search that waited `seconds` in the queue."""
+    AI_WAIT.observe(seconds)
+
+
+def refused_connection(reason: str) -> None:
+    """Count a connection refused for `reason` (a short fixed word, never a client's bytes)."""
+    REFUSED.labels(reason).inc()
+
+
+def unhandled(where: str) -> None:
+    """Count an unexpected exception in an event or route."""
+    UNHANDLED.labels(where).inc()
+
+
 def watch_queue(thinker: Any) -> None:
     """Read the AI queue's depth from this thinker whenever the figures are scraped."""
     AI_QUEUE.set_function(thinker.waiting)
+    if hasattr(thinker, "waited"):
+        thinker.waited = observe_wait
 
 
 class Metrics:
@@ -75,16 +120,37 @@ class Metrics:
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
-        self.refused_connections = Counter(
-            "ttt_connections_refused", "Connections refused at the door, by reason (full: the "
-            "process's cap; address: one address's cap).", ["reason"], registry=r)
-        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE)))
+        self.store_seconds = Histogram("ttt_store_seconds", "Time of one store call, by "
+                                       "operation (failed calls included).", ["operation"],
+                                       buckets=STORE_BUCKETS, registry=r)
+        self.store_timers: dict[str, Any] = {}  # operation -> its histogram child
+        Info("ttt_build", "The running code: package version and git commit.",
+             registry=r).info({"version": build.version(), "commit": build.commit()})
+        # What an on-call engineer looks for first: memory, CPU, open files, GC, the python.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, REFUSED, UNHANDLED,
+                                       SERVER_ERRORS)))
+        self._parts = _Parts()
+        r.register(self._parts)
+
+    def store_timer(self, operation: str) -> Any:
+        """The histogram child of one store operation (looked up once)."""
+        timer = self.store_timers.get(operation)
+        if timer is None:
+            timer = self.store_timers[operation] = self.store_seconds.labels(operation)
+        return timer
 
     def watch_live(self, connections: Callable[[], tuple[int, int]],
                    live: Callable[[], dict[tuple[str, str], int]]) -> None:
         """Read the live figures when scraped: (connections, players) here; live games per
         (mode, variant) in the store."""
         self._live.connections, self._live.live = connections, live
+
+    def watch_parts(self, parts: Callable[[], dict[str, bool]]) -> None:
+        """Read each part's health (ttt.web.health.parts) when scraped: ttt_part_up{part}."""
+        self._parts.parts = parts
 
     def exposition(self) -> bytes:
         """The text format."""
@@ -109,6 +175,9 @@ class _Live(Collector):
         self.metrics = metrics
         self.connections: Callable[[], tuple[int, int]] | None = None  # set by watch_live
         self.live: Callable[[], dict[tuple[str, str], int]] | None = None
+        # The last counts read: served again (NaN before any) while the store is unreachable,
+        # so the series never vanish from a dashboard during an outage; ttt_store_up says so.
+        self.last: dict[tuple[str, str], float] = dict.fromkeys(KINDS, math.nan)
 
     def describe(self) -> Iterator[Any]:
         return iter(())  # read at scrape time only: nothing to check at registration
@@ -121,18 +190,41 @@ class _Live(Collector):
                                 "process.", value=sockets)
         yield GaugeMetricFamily("ttt_connected_players", "Players with at least one connection "
                                 "on this process.", value=players)
+        up = 1
         try:
-            counts = self.live()
-        except StoreUnavailable:  # no live figure this time; the rest is served
+            self.last = {**self.last, **self.live()}
+        except StoreUnavailable:  # the last figures this time; the rest is served
             self.metrics.store_errors.labels("count_live_by_kind").inc()
-            return
+            up = 0
+        yield GaugeMetricFamily("ttt_store_up", "1 when this scrape could read the store, 0 "
+                                "when it could not (ttt_live_games then repeats its last "
+                                "value).", value=up)
         # The shared store's counts, the same on every process: `max by (mode, variant)`
         # across processes, `sum` across kinds for the total. Every kind, zeros included.
         live = GaugeMetricFamily("ttt_live_games", "Games in play in the store, by mode and "
                                  "variant.", labels=["mode", "variant"])
-        for (mode, variant), count in counts.items():
+        for (mode, variant), count in self.last.items():
             live.add_metric([mode, variant], count)
         yield live
+
+
+class _Parts(Collector):
+    """ttt_part_up{part}: 1 while that part (store, queue) answers, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.parts: Callable[[], dict[str, bool]] | None = None
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+    def collect(self) -> Iterator[Any]:
+        if self.parts is None:
+            return
+        up = GaugeMetricFamily("ttt_part_up", "1 while a part this process needs answers "
+                               "(store; queue with a message queue), else 0.", labels=["part"])
+        for part, ok in self.parts().items():
+            up.add_metric([part], 1 if ok else 0)
+        yield up
 
 
 class MeteredStore:
@@ -151,13 +243,17 @@ class MeteredStore:
         if not callable(attribute):
             return attribute
         errors = self._metrics.store_errors
+        timer = self._metrics.store_timer(name)
 
         def counted(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
             try:
                 return attribute(*args, **kwargs)
             except StoreUnavailable:
                 errors.labels(name).inc()
                 raise
+            finally:
+                timer.observe(time.perf_counter() - started)
 
         return counted
 
@@ -177,6 +273,11 @@ class MeteredStore:
             before, after = changed
             if not before.is_over and after.is_over:
                 self._metrics.finished.labels(after.mode, after.variant).inc()
+                GAMES.info("game over game=%s status=%s winner=%s", after.id, after.status,
+                           after.winner or "-",
+                           extra={"game": after.id, "mode": after.mode,
+                                  "variant": after.variant, "status": after.status,
+                                  "winner": after.winner, "rev": after.rev})
             made = last[0].create
             if made is not None and after.rev != before.rev:
                 self._metrics.started.labels(made.mode, made.variant).inc()
@@ -203,6 +304,24 @@ def serve(app: Flask, metrics: Metrics) -> None:
                             mimetype="text/plain")
         return Response(metrics.exposition(), mimetype=CONTENT_TYPE_LATEST)
 
+    from flask import got_request_exception
+
+    def on_exception(sender: Any, exception: BaseException, **extra: Any) -> None:
+        unhandled(_route())
+
+    got_request_exception.connect(on_exception, app, weak=False)
+
+    @app.after_request
+    def count_server_errors(response: Response) -> Response:
+        if response.status_code >= 500:
+            SERVER_ERRORS.labels(_route(), str(response.status_code)).inc()
+        return response
+
+
+def _route() -> str:
+    """The route's rule (never the client's path: its bytes would make a label each)."""
+    rule = request.url_rule
+    return rule.rule if rule is not None else "unmatched"
 
 
 def serve_apart(app: Flask) -> None:

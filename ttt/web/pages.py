@@ -25,7 +25,7 @@ from werkzeug.exceptions import NotFound
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store, get_table, i18n
+from ttt.web import get_store, get_table, health, i18n
 
 bp = Blueprint("pages", __name__)
 
@@ -219,21 +219,30 @@ def manifest():
                                mimetype="application/manifest+json")
 
 
+@bp.record_once
+def _watch_parts(state) -> None:
+    """ttt_part_up{part} reads the same checks as /healthz at each scrape."""
+    app = state.app
+    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
+
+
 @bp.get("/healthz")
 def healthz():
-    if get_store().ping():
-        return jsonify(ok=True)
-    return jsonify(ok=False, error="store unavailable"), 503
+    """Each part (store, message queue) up or down; 503 naming the ones down."""
+    body, status = health.report(current_app)
+    return jsonify(body), status
 
 
 @bp.get("/readyz")
 def readyz():
     """Readiness, apart from /healthz (liveness): 200 only while this process serves games;
     503 "starting" before, "draining" once SIGTERM came (deploy/rolling_restart.py waits on
-    it before restarting the next process)."""
+    it before restarting the next process), "<part> unavailable" while a part is down."""
     state = current_app.extensions["ttt_drain"].state
-    if state == "serving" and not get_store().ping():
-        state = "store unavailable"
+    if state == "serving":
+        down = [part for part, up in health.parts(current_app).items() if not up]
+        if down:
+            state = f"{down[0]} unavailable"
     if state != "serving":
         answer = jsonify(ready=False, state=state)
         answer.headers["Retry-After"] = "1"

@@ -10,6 +10,7 @@ from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
 
 from ttt.web.admission import Admission
+from ttt.web.metrics import refused_connection
 
 
 class TextPacket(socketio_packet.Packet):
@@ -32,16 +33,34 @@ class TextPacket(socketio_packet.Packet):
 
 
 class _NoClientTracebacks(logging.Filter):
-    """A malformed packet from a client is the client's fault: one line, never a traceback."""
+    """A malformed packet from a client is the client's fault: one line, never a traceback.
+    Any other error in a handler is ours (a KeyError during the drain was once logged as a
+    malformed packet): it keeps its name and its traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and str(record.msg).endswith("handler error"):
             error = record.exc_info[1]
-            record.msg = "refused a malformed packet: %s: %.200s"
-            record.args = (type(error).__name__, error)
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-            record.exc_info, record.exc_text = None, None
+            if _in_decode(record.exc_info[2]):
+                record.msg = "refused a malformed packet: %s: %.200s"
+                record.args = (type(error).__name__, error)
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+                record.exc_info, record.exc_text = None, None
+            else:
+                record.msg = "unexpected error handling a client's packet: %s: %.200s"
+                record.args = (type(error).__name__, error)
+                from ttt.web.metrics import unhandled
+
+                unhandled("socketio")
         return True
+
+
+def _in_decode(tb: Any) -> bool:
+    """Whether the exception was raised while decoding a packet (the client's bytes)."""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "decode":
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _quiet_client_errors() -> None:
@@ -75,14 +94,13 @@ def init_app(app: Flask) -> SocketIO:
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     api.install(app, socketio, table)
-    refused = app.extensions["ttt_metrics"].refused_connections
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
         app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
         per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
         max_open=app.config["TTT_MAX_OPEN_CONNECTIONS"],
         held=app.extensions["ttt_presence"].connections_of, origin=table.origin,
-        counted=lambda reason: refused.labels(reason).inc())
+        counted=refused_connection)
     _quiet_client_errors()
     app.extensions["ttt_socketio"] = socketio
     return socketio

@@ -1,0 +1,19 @@
+// The Copy button of the shown-once token page: the token to the clipboard, said in words.
+// Without a clipboard (an http page that is not localhost), the text is selected instead.
+const button = document.getElementById("bot-token-copy");
+const field = document.getElementById(button?.dataset.copy ?? "");
+const said = document.getElementById("bot-token-copied");
+
+if (button && field) {
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    field.focus();
+    field.select();
+    try {
+      await navigator.clipboard.writeText(field.value);
+      said.textContent = "Copied. Paste it into your token file.";
+    } catch {
+      said.textContent = "Selected: press Ctrl-C (or ⌘-C) to copy it.";
+    }
+  });
+}

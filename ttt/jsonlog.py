@@ -1,0 +1,62 @@
+"""The JSON log line (TTT_LOG_FORMAT=json), standard library only: gunicorn's master loads it
+through deploy/gunicorn.conf.py before it forks, and must not import the web app (gevent
+patches the standard library in the worker; anything imported earlier stays unpatched).
+ttt.web.logs sets it up for the app."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import Any
+
+ACCESS = logging.getLogger("ttt.access")
+FIELDS = ("event", "game", "result", "ms", "seat", "cell", "rev", "conn", "mode", "variant",
+          "winner", "status")
+
+
+def connection_id(sid: str) -> str:
+    """A short stable id for a connection's log lines; the socket id itself stays secret."""
+    return hashlib.blake2b(sid.encode(), digest_size=6).hexdigest()
+
+
+def _event_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """Seat, cell, rev and connection of an access line, from what the event carried."""
+    fields: dict[str, Any] = {}
+    sid, payload, answer = (getattr(record, k, None) for k in ("sid", "payload", "answer"))
+    if isinstance(sid, str):
+        fields["conn"] = connection_id(sid)
+    if isinstance(payload, dict):
+        cell = payload.get("cell")
+        if type(cell) is int and 0 <= cell < 81:  # never a client's raw value in the log
+            fields["cell"] = cell
+    if isinstance(answer, dict):
+        game = answer.get("game")
+        game = game if isinstance(game, dict) else {}
+        seat = answer.get("you", game.get("you"))
+        if seat in ("X", "O", "spectator"):
+            fields["seat"] = seat
+        if type(game.get("rev")) is int:  # the store's revision of the game after the event
+            fields["rev"] = game["rev"]
+    return fields
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line, with the access fields as keys of their own."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+                + f".{int(record.msecs):03d}Z",
+                "level": record.levelname, "logger": record.name, "message": record.getMessage(),
+                "process": record.process}
+        if record.name == ACCESS.name:
+            line.update(_event_fields(record))
+        for key in FIELDS:
+            if hasattr(record, key):
+                line[key] = getattr(record, key)
+        if record.exc_info:
+            line["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=True, default=str)
+
+

@@ -1,0 +1,77 @@
+"""Health per part: the store and the message queue, each checked on its own.
+
+`/healthz` answers 503 naming the part that is down; `/readyz` (issue 27) may call `parts`
+too; `ttt_part_up{part}` reads the same checks at each scrape.
+
+- store: the store's `ping` (SQLite also tries a write after a write failed: a full or
+  read-only disk reads fine and writes nothing).
+- queue: with a Redis message queue, its Redis answers a PING and this process's listener is
+  subscribed (not cut and retrying). Without a queue, there is no such part.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask
+
+from ttt.web import engine_hooks
+
+log = logging.getLogger("ttt.health")
+
+PARTS = ("store", "queue")
+
+
+def parts(app: Flask) -> dict[str, bool]:
+    """Each part this process depends on, up (True) or down."""
+    found = {"store": _store_up(app)}
+    queue = _queue_up(app)
+    if queue is not None:
+        found["queue"] = queue
+    return found
+
+
+def report(app: Flask) -> tuple[dict[str, Any], int]:
+    """/healthz's body and status: 503 when any part is down, naming it."""
+    found = parts(app)
+    down = [name for name, up in found.items() if not up]
+    body: dict[str, Any] = {"ok": not down,
+                            "parts": {name: "up" if up else "down" for name, up in found.items()}}
+    if down:
+        body["down"] = down
+        body["error"] = " and ".join(down) + " unavailable"  # "store unavailable", as before
+    return body, 503 if down else 200
+
+
+def _store_up(app: Flask) -> bool:
+    try:
+        return bool(app.extensions["ttt_store"].ping())
+    except Exception as error:  # a ping that raises is a store that is down
+        log.warning("store ping failed: %s", error)
+        return False
+
+
+_clients: dict[str, Any] = {}
+
+
+def _queue_up(app: Flask) -> bool | None:
+    url = app.config.get("TTT_MESSAGE_QUEUE")
+    if not url:
+        return None
+    watch = engine_hooks.queue_watch(app.extensions["ttt_socketio"].server)
+    if watch is not None and not watch.up:
+        return False  # the listener is cut: pushes from other processes are lost meanwhile
+    if not url.startswith(("redis", "unix")):
+        return True  # a queue of another kind: not checked here
+    try:
+        client = _clients.get(url)
+        if client is None:
+            import redis
+
+            client = _clients[url] = redis.Redis.from_url(
+                url, socket_timeout=1, socket_connect_timeout=1)
+        return bool(client.ping())
+    except Exception as error:
+        log.warning("message queue ping failed: %s", error)
+        return False
