@@ -24,7 +24,7 @@ TRANSLATIONS = ROOT / "ttt" / "translations"
 LANGS = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT]
 GLOSSARY = json.loads((TRANSLATIONS / "glossary.json").read_text(encoding="utf-8"))
 PLACEHOLDER = re.compile(r"\{\w+\}|%\(\w+\)s")
-COUNTS = {"{n}", "%(num)s"}  # a plural form may spell its number out ("ثانيتان": two seconds)
+COUNTS = {"{n}", "%(num)s", "%(count)s"}  # a plural form may spell its number out ("ثانيتان": two seconds)
 
 
 def catalog(code: str):
@@ -134,24 +134,34 @@ GETTEXT = {"_", "gettext", "ngettext", "pgettext", "npgettext"}
 SKIPPED_TAGS = {"script", "style", "code", "pre", "kbd"}
 
 
+VOID = {"input", "img", "br", "meta", "link", "hr", "source", "col", "wbr"}
+
+
 class Words(HTMLParser):
-    """The text a person reads or hears in a piece of HTML: text and the said attributes."""
+    """The text a person reads or hears in a piece of HTML: text and the said attributes.
+    Code, keys and what is marked lang="en" (the bot guide's API reference under its
+    translated headings) are not the page's words."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.found: list[str] = []
         self.skipping = 0
+        self.open: list[bool] = []  # per open element: whether it started a skipped part
 
     def handle_starttag(self, tag, attrs):
-        if tag in SKIPPED_TAGS:
-            self.skipping += 1
+        skipped = tag in SKIPPED_TAGS or dict(attrs).get("lang") == "en"
+        if tag not in VOID:
+            self.open.append(skipped)
+            self.skipping += skipped
+        if self.skipping:
+            return
         for name, value in attrs:
             if name in SAID and value:
                 self.found.append(value)
 
     def handle_endtag(self, tag):
-        if tag in SKIPPED_TAGS and self.skipping:
-            self.skipping -= 1
+        if tag not in VOID and self.open:
+            self.skipping -= self.open.pop()
 
     def handle_data(self, data):
         if not self.skipping and data.strip():

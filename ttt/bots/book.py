@@ -30,11 +30,12 @@ from ttt.bots import (
     new_token,
     outcome_of,
 )
+from ttt.replies import N_
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
 
-TAKEN = "that bot name is taken"
+TAKEN = N_("that bot name is taken")
 
 
 class Book(Protocol):

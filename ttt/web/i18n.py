@@ -21,6 +21,7 @@ from babel import Locale
 from babel.messages.pofile import read_po
 from flask import Flask, request, session
 from flask_babel import Babel, format_decimal, get_locale
+from flask_babel import gettext as translate
 
 TRANSLATIONS = Path(__file__).resolve().parents[1] / "translations"
 
@@ -141,6 +142,12 @@ def menu(path: str) -> list[dict[str, str]]:
     return [{"code": code, "lang": html_lang(code), "name": name,
              "href": f"{path}?lang={code}", "current": code == current()}
             for code, (name, _dir) in LANGUAGES.items()]
+
+
+def said(message: str | None) -> str | None:
+    """A refusal's English message (from a BotError or the master) in the player's language,
+    when the catalog has it (those marked N_); else as it came."""
+    return translate(message) if message else message
 
 
 def init_app(app: Flask) -> None:
