@@ -24,7 +24,8 @@ TRANSLATIONS = ROOT / "ttt" / "translations"
 LANGS = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT]
 GLOSSARY = json.loads((TRANSLATIONS / "glossary.json").read_text(encoding="utf-8"))
 PLACEHOLDER = re.compile(r"\{\w+\}|%\(\w+\)s")
-COUNTS = {"{n}", "%(num)s", "%(count)s"}  # a plural form may spell its number out ("ثانيتان": two seconds)
+# A plural form may spell its number out ("ثانيتان": two seconds).
+COUNTS = {"{n}", "%(num)s", "%(count)s"}
 
 
 def catalog(code: str):
