@@ -263,7 +263,7 @@ def test_the_first_visit_follows_accept_language_and_the_menu_is_remembered(app)
     client = app.test_client()
     html = client.get("/", headers={"Accept-Language": "es-ES,es;q=0.9,en;q=0.8"}).text
     assert lang_of(html) == ("es", "ltr")
-    assert "Nueva partida" in html and '"lang": "es"' in html
+    assert "Nueva partida" in html and '"lang":"es"' in html
     # The menu: links to this page in each language, each name in its own.
     assert 'href="/?lang=ar" lang="ar"' in html and ">العربية<" in html
     assert lang_of(client.get("/?lang=ar").text) == ("ar", "rtl")
@@ -286,16 +286,24 @@ def test_only_the_players_language_is_sent_with_the_page(app):
                                   html, re.S).group(1))
     words = config["words"]
     assert words["lang"] == "ar" and words["dir"] == "rtl"
-    assert words["messages"]["Your turn"] == "دورك"
-    assert words["messages"]["{n} draw"][2] == "تعادلان"  # "two draws": the dual form
+    key = i18n.message_key
+    assert words["messages"][key("Your turn")] == "دورك"
+    assert words["messages"][key("{n} draw")][2] == "تعادلان"  # "two draws": the dual form
     assert words["plurals"] == {"zero": 0, "one": 1, "two": 2, "few": 3, "many": 4, "other": 5}
     # Only the page's words: no template's or other language's.
-    assert "Invite a friend" not in words["messages"]
+    assert key("Invite a friend") not in words["messages"] and "دورك" in html
     assert "Nueva partida" not in html
     english = json.loads(re.search(
         r'id="config">(.*?)</script>',
         app.test_client().get("/", headers={"Accept-Language": "en"}).text, re.S).group(1))
     assert english["words"]["messages"] == {}
+
+
+def test_no_two_page_messages_share_a_key(extracted):
+    """The page finds its words by a 5-digit hash of the English (message_key): each unique."""
+    keys = {i18n.message_key(msgid if isinstance(msgid, str) else msgid[0])
+            for _context, msgid in extracted}
+    assert len(keys) == len({m if isinstance(m, str) else m[0] for _c, m in extracted})
 
 
 def test_numbers_and_plurals_on_the_server_follow_the_language(app):

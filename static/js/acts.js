@@ -4,6 +4,7 @@
 // rematch, claim, resign, abort, decline, react, and leaving a game for another.
 import { swapped } from "./screen.js";
 import { squareWords } from "./squares.js";
+import { t } from "./i18n.js";
 import { refusalText } from "./status.js";
 import { describeOffer, describeReaction } from "./news.js";
 
@@ -76,8 +77,8 @@ export function createActs(session) {
   function hold(game, cell) {
     state.queued = { id: game.id, version: game.version, cell, variant: game.variant };
     const where = squareWords(cell, game.variant);
-    status.notice(`You are offline — your move (${where}) will be played when the connection is back`,
-      { sticky: true });
+    status.notice(t("You are offline — your move ({where}) will be played when the connection is back",
+      { where }), { sticky: true });
   }
 
   /** After a reconnect and its join: play the held move, or say plainly that it was not. */
@@ -94,8 +95,8 @@ export function createActs(session) {
       play(cell);
       return;
     }
-    status.notice(`Your move (${squareWords(cell, variant)}) was not played: the game changed `
-      + "while you were offline", { sticky: true });
+    status.notice(t("Your move ({where}) was not played: the game changed while you were offline",
+      { where: squareWords(cell, variant) }), { sticky: true });
   }
 
   /** A push of the game on screen: shown, or kept while our move is on its way. */

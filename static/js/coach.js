@@ -2,6 +2,8 @@
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
 import { cellsWords } from "./squares.js";
+import { adviceWords } from "./words.js";
+import { t, tn } from "./i18n.js";
 import { createReviewer } from "./reviewer.js";
 
 /** Whether the same game at the same version as `game`. */
@@ -13,10 +15,10 @@ function current(mark, game) {
 function whyNot(game) {
   const can = game.can ?? [];
   if (can.includes("hint") || can.includes("analyze")) return "";
-  if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
+  if (game.you === "spectator") return t("You are watching: hints and evaluations are for the players");
   // Once the game is over the review is open: no need to promise it.
-  if (game.status !== "playing") return "No hints or evaluations in this game";
-  return "No hints or evaluations in this game: the review opens when it ends";
+  if (game.status !== "playing") return t("No hints or evaluations in this game");
+  return t("No hints or evaluations in this game: the review opens when it ends");
 }
 
 /**
@@ -179,20 +181,23 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         return;
       }
       if (now().game?.id !== game.id) return;
-      const advice = answer.advice ?? "";
+      // The sentence that teaches, in the page's words from the answer's moves (else the server's).
+      const advice = adviceWords(answer);
       state.hint = { id: game.id, version: answer.game.version, cells: answer.best, advice };
       show(answer.game);
       if (now().game.version !== answer.game.version) return;
       if (advice) {
         // The server's one sentence that teaches, under the board beside the button pressed.
-        announce(`Hint: ${advice}`);
+        announce(t("Hint: {advice}", { advice }));
         return;
       }
       const { best } = answer;
-      const estimated = game.variant === "ultimate" ? " · estimated by search" : "";
-      const words = best.length <= 2
-        ? `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best, game.variant)}${estimated}`
-        : `Hint: ${best.length} moves as good as each other${estimated}`;
+      const estimated = game.variant === "ultimate" ? t(" · estimated by search") : "";
+      const cells = cellsWords(best, game.variant);
+      let words = tn("Hint: {n} move as good as each other", "Hint: {n} moves as good as each other",
+        best.length);
+      if (best.length <= 2) words = best.length === 1 ? t("Hint: play {cells}", { cells }) : t("Hint: {cells}", { cells });
+      words += estimated;
       news(words);
       announce(words);
     },

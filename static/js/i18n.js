@@ -13,6 +13,21 @@ const plurals = words.plurals || { one: 0, other: 1 };
 const pluralRules = new Intl.PluralRules(lang);
 const numbers = new Intl.NumberFormat(lang);
 
+const utf8 = new TextEncoder();
+
+/** A message's key in the catalog: 5 base-36 digits of the FNV-1a hash of its UTF-8 bytes (the
+ * server's ttt.web.i18n.message_key), so the page is not sent its English twice. */
+function key(msgid) {
+  let value = 0x811c9dc5;
+  for (const byte of utf8.encode(msgid)) value = Math.imul(value ^ byte, 0x01000193) >>> 0;
+  let digits = "";
+  for (let i = 0; i < 5; i += 1) {
+    digits += (value % 36).toString(36);
+    value = Math.floor(value / 36);
+  }
+  return digits;
+}
+
 function fill(text, params) {
   if (!params) return text;
   return text.replace(/\{(\w+)\}/g, (whole, key) => (key in params ? String(params[key]) : whole));
@@ -25,13 +40,13 @@ export function number(n) {
 
 /** The message `msgid` in the page's language, its {placeholders} filled from `params`. */
 export function t(msgid, params) {
-  const found = messages[msgid];
+  const found = messages[key(msgid)];
   return fill(typeof found === "string" ? found : msgid, params);
 }
 
 /** The plural form for `n` ("1 draw", "2 draws"; six forms in Arabic); {n} is `n` formatted. */
 export function tn(singular, plural, n, params) {
-  const forms = messages[singular];
+  const forms = messages[key(singular)];
   let text;
   if (Array.isArray(forms)) {
     const index = plurals[pluralRules.select(n)] ?? plurals.other ?? forms.length - 1;

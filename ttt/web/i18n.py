@@ -13,6 +13,7 @@ language, so the friend who opens it reads their own.
 from __future__ import annotations
 
 import gettext
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from babel.messages.pofile import read_po
 from flask import Flask, request, session
 from flask_babel import Babel, format_decimal, get_locale
 from flask_babel import gettext as translate
+from markupsafe import Markup
 
 TRANSLATIONS = Path(__file__).resolve().parents[1] / "translations"
 
@@ -106,9 +108,23 @@ def _plural_map(code: str, expression: str) -> dict[str, int]:
     return found
 
 
+def message_key(msgid: str) -> str:
+    """A page message's key in `config`: 5 base-36 digits of the FNV-1a hash of its UTF-8 bytes
+    (static/js/i18n.js computes the same). Not the English itself: the catalog that every first
+    load carries is a fifth smaller (tests/test_i18n.py checks that no two messages share one)."""
+    value = 0x811C9DC5
+    for byte in msgid.encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    digits = ""
+    while len(digits) < 5:
+        value, digit = divmod(value, 36)
+        digits += "0123456789abcdefghijklmnopqrstuvwxyz"[digit]
+    return digits
+
+
 @cache
 def page_catalog(code: str) -> dict[str, Any]:
-    """The page's words in `code`: {"messages": {msgid: text or [forms]}, "plurals": {...}}.
+    """The page's words in `code`: {"messages": {key: text or [forms]}, "plurals": {...}}.
     English sends no messages (the page's msgids are English)."""
     path = _catalog_path(code)
     if code == DEFAULT or not path.exists():
@@ -124,9 +140,9 @@ def page_catalog(code: str) -> dict[str, Any]:
         if isinstance(message.id, tuple):
             forms = list(message.string)
             if all(forms):
-                messages[message.id[0]] = forms
+                messages[message_key(message.id[0])] = forms
         elif message.string:
-            messages[message.id] = message.string
+            messages[message_key(message.id)] = message.string
     expression = catalog.plural_expr
     return {"messages": messages, "plurals": _plural_map(code, expression)}
 
@@ -144,6 +160,16 @@ def menu(path: str) -> list[dict[str, str]]:
             for code, (name, _dir) in LANGUAGES.items()]
 
 
+def page_json(value: Any) -> Markup:
+    """`tojson` for the page's <script type="application/json">: compact, and UTF-8 rather than
+    \\u escapes (an Arabic catalog is half the bytes), still safe inside HTML."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("'", "\\u0027"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return Markup(text)
+
+
 def said(message: str | None) -> str | None:
     """A refusal's English message (from a BotError or the master) in the player's language,
     when the catalog has it (those marked N_); else as it came."""
@@ -157,6 +183,7 @@ def init_app(app: Flask) -> None:
     # Numbers as the language writes them ("1.234", "١٢"): the move counts, clocks, rows.
     app.jinja_env.filters["format_number"] = format_decimal
     app.jinja_env.globals["page_words"] = page_words
+    app.jinja_env.filters["page_json"] = page_json
 
     @app.context_processor
     def _language() -> dict[str, Any]:
