@@ -144,7 +144,9 @@ def play(name: str):
     variant = request.form.get("variant", "classic")
     you = request.form.get("you", "X")
     if variant not in bot.variants:  # the page offers only those: a stale or forged form
-        wrong = _("%(name)s does not play that variant.", name=bot.name)
+        what = {("classic",): _("classic only"), ("ultimate",): _("ultimate only")}.get(
+            tuple(bot.variants), _("classic and ultimate"))
+        wrong = _("%(name)s plays %(variants)s.", name=bot.name, variants=what)
         return render_template("bot.html", bot=card(bot), error=wrong), 409
     presence = table().presence
     sid = f"web:{person}:{id(request)}"

@@ -187,5 +187,6 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def _language() -> dict[str, Any]:
-        return {"html_lang": html_lang(), "html_dir": direction(),
-                "language_menu": menu(request.path)}
+        # A form's answer (a POST) links to the home page: its own address takes no GET.
+        here = request.path if request.method == "GET" else "/"
+        return {"html_lang": html_lang(), "html_dir": direction(), "language_menu": menu(here)}
