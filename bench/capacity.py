@@ -26,10 +26,7 @@ and its event loop's lag, and the whole machine's CPU use.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import resource
 import sys
 import time
@@ -40,13 +37,14 @@ from bench.common import (
     ROOT,
     ServerProcess,
     SyncPlayer,
-    busy_cores,
     close_all,
     machine_ticks,
+    measure_each,
+    new_report,
     note,
     percentile,
-    quiet_warning,
     raise_nofile,
+    show,
     threads,
 )
 from bench.swarm import Swarm
@@ -285,24 +283,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--server-root {args.server_root}: no app.py there")
     soft, hard = raise_nofile()
     modes = [args.only] if args.only else list(MODES)
-    report = {
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}, open files {soft}/{hard}",
-        "server": f"{args.server_root.resolve()}, {args.store} store",
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "modes": {},
-    }
-    status = 0
+    report = new_report(args, f", open files {soft}/{hard}",
+                        f"{args.server_root.resolve()}, {args.store} store")
     started = time.monotonic()
-    report["warnings"] = [w for w in [quiet_warning(busy_cores())] if w]
-    for i, mode in enumerate(modes):
-        share = (args.budget - (time.monotonic() - started)) / (len(modes) - i)
-        try:
-            report["modes"][mode] = measure_mode(mode, args, share)
-        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
-            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
-            status = 1
+
+    def measure(index: int, mode: str) -> dict:  # each set-up its share of the time left
+        share = (args.budget - (time.monotonic() - started)) / (len(modes) - index)
+        return measure_mode(mode, args, share)
+
+    status = measure_each(modes, measure, report)
     for mode, r in report["modes"].items():
         shared = [lv for lv in r.get("levels", []) if (lv["other_cpu_cores"] or 0) > 0.3]
         if shared:
@@ -310,10 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{mode}: {len(shared)} of {len(r['levels'])} levels shared the machine with "
                 f"other processes (up to {max(lv['other_cpu_cores'] for lv in shared)} "
                 "cores): run again on a quiet machine")
-    if args.json:
-        print(json.dumps(report), flush=True)
-    else:
-        print_report(report)
+    show(report, args.json, print_report)
     return status
 
 

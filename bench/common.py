@@ -9,8 +9,10 @@ an earlier commit), with a throwaway SQLite store and no rate limit, or the bare
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
+import platform
 import random
 import resource
 import secrets
@@ -22,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
@@ -149,6 +152,47 @@ def quiet_warning(cores: float) -> str | None:
         return None
     return (f"the machine was busy before the run ({cores:g} cores in use by other "
             "processes): these figures are worse than a quiet machine's")
+
+
+class Skipped(Exception):
+    """A set-up this machine cannot run (its message is the report's words)."""
+
+
+def new_report(args: Any, machine: str, server: str) -> dict:
+    """The report of a benchmark run: when, where, what with; its set-ups go in "modes"."""
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
+                   f"{platform.python_version()}{machine}",
+        "server": server,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "modes": {},
+        "warnings": [w for w in [quiet_warning(busy_cores())] if w],
+    }
+
+
+def show(report: dict, as_json: bool, table: Callable[[dict], None]) -> None:
+    """The report as one JSON object, or as the benchmark's table for people."""
+    if as_json:
+        print(json.dumps(report), flush=True)
+    else:
+        table(report)
+
+
+def measure_each(modes: list[str], measure: Callable[[int, str], dict], report: dict) -> int:
+    """`measure(index, mode)` for each server set-up, into report["modes"]; the exit status
+    (1 when any set-up was skipped or failed: that one is reported, never raised)."""
+    status = 0
+    for index, mode in enumerate(modes):
+        try:
+            report["modes"][mode] = measure(index, mode)
+        except Skipped as skipped:
+            report["modes"][mode] = {"error": f"skipped: {skipped}"}
+            status = 1
+        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
+            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
+            status = 1
+    return status
 
 
 # --- server processes --------------------------------------------------------------------------

@@ -23,11 +23,8 @@ time; nothing here asserts a timing.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -39,14 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (  # noqa: E402 - after the path set-up above
     MODES,
     ServerProcess,
+    Skipped,
     SyncPlayer,
-    busy_cores,
     close_all,
     machine_ticks,
+    measure_each,
+    new_report,
     note,
     percentile,
-    quiet_warning,
     raise_nofile,
+    show,
     wire_size,
 )
 from bench.swarm import Swarm  # noqa: E402
@@ -247,28 +246,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.server_root / "app.py").is_file():
         parser.error(f"--server-root {args.server_root}: no app.py there")
     raise_nofile()
-    report = {
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}",
-        "server": f"{args.server_root.resolve()} @ {source_state(args.server_root)}",
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "modes": {},
-    }
-    report["warnings"] = [w for w in [quiet_warning(busy_cores())] if w]
-    status = 0
-    for mode in ([args.only] if args.only else MODES):
+    report = new_report(args, "", f"{args.server_root.resolve()} @ "
+                                  f"{source_state(args.server_root)}")
+
+    def measure(index: int, mode: str) -> dict:
         if mode == "gevent" and not all(importlib.util.find_spec(m)
                                         for m in ("gunicorn", "gevent", "packaging")):
-            report["modes"][mode] = {"error": "skipped: needs the prod extra "
-                                              "(gunicorn, gevent, packaging)"}
-            status = 1
-            continue
-        try:
-            report["modes"][mode] = measure_mode(mode, args)
-        except Exception as error:  # noqa: BLE001 - one set-up failing is reported, not raised
-            report["modes"][mode] = {"error": f"failed: {type(error).__name__}: {error}"}
-            status = 1
+            raise Skipped("needs the prod extra (gunicorn, gevent, packaging)")
+        return measure_mode(mode, args)
+
+    status = measure_each([args.only] if args.only else list(MODES), measure, report)
     for mode, r in report["modes"].items():
         busy = [f"{app} {r[app]['other_cpu_cores']}" for app in ("game", "echo")
                 if app in r and (r[app]["other_cpu_cores"] or 0) > 0.3]
@@ -276,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             report["warnings"].append(f"{mode}: other processes used cores during the "
                                       f"throughput rounds ({', '.join(busy)}): run again on "
                                       "a quiet machine")
-    if args.json:
-        print(json.dumps(report), flush=True)
-    else:
-        print_table(report)
+    show(report, args.json, print_table)
     return status
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.servers import RedisServer, Remote, Server, close_all, need_binary
+from ttt.store import open_store
+from ttt.table import Limits, Table
 from ttt.web import create_app, get_socketio
+from ttt.web.presence import MemorySeats, Presence
 
 
 @pytest.fixture
@@ -105,3 +110,34 @@ def stored_game(app):
     match = create("friend", "alice", 1000.0, game_id="a" * 22)
     app.extensions["ttt_store"].create(match)
     return match.id
+
+
+# --- the master alone, with a clock that moves only when a test says so ----------------------
+
+
+class Clock:
+    """Time that moves only when a test says so."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def table(request, clock, tmp_path):
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+    else:
+        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
+    store = open_store(url)
+    presence = Presence(MemorySeats(clock), clock)
+    yield Table(store, presence, clock=clock, rng=random.Random(3),
+                limits=Limits(creations_per_minute=0))
+    store.close()

@@ -45,7 +45,8 @@ class Server:
     """`python app.py` on a free loopback port, with its own environment."""
 
     def __init__(self, env: dict[str, str] | None = None, port: int | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, script: Path | None = None) -> None:
+        self.script = script or ROOT / "app.py"  # another server script takes --port too
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -56,7 +57,7 @@ class Server:
         # Generous: on a loaded 2-core machine creating the app alone took 8.7 s once.
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "app.py"), "--port", str(self.port)],
+            [sys.executable, str(self.script), "--port", str(self.port)],
             cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
         if self.log:

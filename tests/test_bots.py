@@ -23,10 +23,11 @@ from ttt.bots import (
     v3_answer,
     v3_names,
 )
-from ttt.bots.book import MemoryBook, SqliteBook, register
+from ttt.bots.book import MemoryBook, SqliteBook, open_book, register
 from ttt.bots.redis_book import RedisBook
 from ttt.bots.referee import Referee, with_deadline
 from ttt.match import AI, create, play
+from ttt.store import open_store
 from ttt.store.memory import MemoryStore
 
 
@@ -139,6 +140,23 @@ def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
     x, o = book.by_name("ALPHA"), book.by_name("beta")
     assert x.vs_bots["wins"] == 1 and o.vs_bots["losses"] == 1 and x.rating > 1500 > o.rating
     assert not book.rate(duel.id, a.player, b.player, "X")  # once only
+
+
+def test_the_book_opens_beside_its_store_by_the_store_url_not_its_class(tmp_path):
+    """Issue 36: chosen from the URL each store offers, so a wrapped or renamed store finds
+    the same book, and a book written through one opening is read through the next."""
+    assert isinstance(open_book(MemoryStore()), MemoryBook)
+    store = open_store(f"sqlite:///{tmp_path / 'games.db'}")
+    assert store.url == f"sqlite:///{tmp_path / 'games.db'}"
+
+    class Wrapped:  # a store of another class (a MeteredStore forwards `url` the same way)
+        url = store.url
+
+    first, second = open_book(store), open_book(Wrapped())
+    assert isinstance(first, SqliteBook) and isinstance(second, SqliteBook)
+    first.add(Bot(new_player_id(), "Beside", hash_token("t")))
+    assert second.by_name("beside") is not None
+    assert isinstance(open_book(object()), MemoryBook)  # no URL: its bots in memory
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

@@ -209,7 +209,7 @@ def test_unknown_events_and_garbage_never_disconnect(sio):
 
 def test_healthz_and_security_headers(client):
     health = client.get("/healthz")
-    assert health.status_code == 200 and health.json == {"ok": True}
+    assert health.status_code == 200 and health.json == {"ok": True, "parts": {"store": "up"}}
     page = client.get("/")
     csp = page.headers["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp

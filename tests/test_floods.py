@@ -92,7 +92,8 @@ def test_parallel_rematches_never_pass_the_live_game_cap(players):
     assert len(started) == 1, answers  # 2 live + 1 = the cap of 3
     refused = {a["error"]["code"] for a in answers if not a["ok"]}
     assert refused == {"not_allowed"}
-    again = first.call("new_game", {"mode": "friend", "you": "X"})
+    # Another tab's game (`from` null): the AI game just started is not left (PROTOCOL v4).
+    again = first.call("new_game", {"mode": "friend", "you": "X", "from": None})
     assert again["error"]["code"] == "not_allowed"
 
 

@@ -132,7 +132,8 @@ def test_live_games_are_exported_by_mode_and_variant(store_url):
         assert live_games(scrape(client)) == dict.fromkeys(KINDS, 0)
 
         def new(**payload):
-            answer = sio.emit("new_game", payload, callback=True)
+            # Each in a tab of its own (`from` null): no AI game is left (PROTOCOL v4).
+            answer = sio.emit("new_game", {**payload, "from": None}, callback=True)
             assert answer["ok"], answer
             return answer["game"]["id"]
 

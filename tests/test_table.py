@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import threading
 
 import pytest
@@ -12,34 +11,6 @@ from ttt.store import open_store
 from ttt.table import Limits, Reply, Table, room
 from ttt.thinker import Inline, Scheduler
 from ttt.web.presence import MemorySeats, Presence
-
-
-class Clock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def table(request, clock, tmp_path):
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-    else:
-        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 't.sqlite3'}"
-    store = open_store(url)
-    presence = Presence(MemorySeats(clock), clock)
-    yield Table(store, presence, clock=clock, rng=random.Random(3),
-                limits=Limits(creations_per_minute=0))
-    store.close()
 
 
 class Person:
@@ -497,7 +468,7 @@ def test_live_games_per_player_are_capped(clock):
     table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
                   limits=Limits(creations_per_minute=0, live_per_player=2, live_total=3))
     ana, ben = Person(table), Person(table)
-    ai = {"mode": "ai", "you": "X", "level": "easy"}
+    ai = {"mode": "ai", "you": "X", "level": "easy", "from": None}  # several tabs: none left
     ana.ok("new_game", **ai)
     ana.ok("new_game", **ai)
     assert "too many" in ana("new_game", **ai).answer["error"]["message"]
@@ -686,7 +657,57 @@ def test_a_restart_asks_again_for_every_ai_move_left_waiting(table):
     ana = Person(table)
     game = ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate").answer["game"]
     ana.ok("move", game=game["id"], cell=40)
-    ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate")  # X to move: none
+    # A second tab (X to move: nothing waits there); the first game stays on.
+    ana.ok("new_game", mode="ai", you="X", level="easy", variant="ultimate", **{"from": None})
     table.thinker = Inline()
     assert table.resume() == 1
     assert len(table.store.get(game["id"]).moves) == 2
+
+
+# --- an absent friend never wins on your clock (PROTOCOL v4) -----------------------------------
+
+@pytest.mark.parametrize("seconds", [10, 30, 60])
+def test_an_absent_friend_never_wins_on_the_clock_of_the_player_on_move(table, clock, seconds):
+    """Ben leaves on Ana's turn: Ana keeps the turn, the move and her clock; her move puts the
+    clock on Ben, who loses on time if he does not come back. The claim delay is unchanged."""
+    ana, ben, gid = started(table, clock, seconds=seconds)
+    away = pushed(ben.leave(), room(gid, "X"))
+    assert away["online"]["O"] is False and away["turn"] == "X"
+    assert "move" in away["can"] and away["time_left"] == seconds
+    assert away["claimable_in"] == table.limits.claim_after
+    clock.now += seconds - 1  # all through her time, she is the one to move
+    mine = ana.ok("join", game=gid).answer["game"]
+    assert mine["turn"] == "X" and "move" in mine["can"] and mine["time_left"] == 1
+    assert mine["legal"] and mine["status"] == "playing"
+    moved = ana.ok("move", game=gid, cell=8).answer["game"]
+    assert moved["turn"] == "O" and moved["time_left"] == seconds
+    assert moved["claimable_in"] == table.limits.claim_after - (seconds - 1)
+    clock.now += seconds
+    views = {p.room: p.body() for p in table.tick()}
+    ended = views[room(gid, "X")]
+    assert ended["status"] == "won" and ended["winner"] == "X" and ended["reason"] == "time"
+
+
+# --- your games in one list (PROTOCOL v4 `games`) ----------------------------------------------
+
+def test_games_lists_the_live_friend_games_of_the_sender_only(table, clock):
+    ana, ben, first = friends(table, clock=30)
+    ben.ok("set_name", name="Ben")
+    ana.ok("move", game=first, cell=4)
+    second = ana.ok("new_game", mode="friend", you="O").answer["game"]["id"]  # nobody came yet
+    ana.ok("new_game", mode="ai", you="X", level="easy")  # not a friend game: not listed
+    lines = ana.ok("games").answer["games"]
+    assert [line["id"] for line in lines] == [first, second] or [
+        line["id"] for line in lines] == [second, first]
+    by_id = {line["id"]: line for line in lines}
+    assert by_id[first] == {
+        "id": first, "link": f"/g/{first}", "variant": "classic", "you": "X", "turn": "O",
+        "your_turn": False, "opponent": "Ben", "seated": True, "online": True, "clock": 30,
+        "time_left": by_id[first]["time_left"], "moves": 1}
+    assert by_id[first]["time_left"] == 30.0  # Ben's first-move window
+    assert by_id[second]["seated"] is False and by_id[second]["opponent"] is None
+    mine = ben.ok("games").answer["games"]
+    assert [(line["id"], line["your_turn"], line["you"]) for line in mine] == [(first, True, "O")]
+    ben.ok("resign", game=first)
+    assert [line["id"] for line in ana.ok("games").answer["games"]] == [second]
+    assert Person(table).ok("games").answer["games"] == []

@@ -234,7 +234,23 @@ LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
         base_manager.BaseManager, "sid_from_eio_sid"),
     "RedisManager._redis_listen_with_retries/_redis_connect": lambda mp, s: mp.delattr(
         socketio.RedisManager, "_redis_listen_with_retries"),
+    # A version whose get_participants yields the sids alone (the drain would map nothing).
+    "BaseManager.get_participants yields (sid, eio_sid)": lambda mp, s: mp.setattr(
+        base_manager.BaseManager, "get_participants",
+        lambda self, namespace, room: iter(list(self.rooms.get(namespace, {}).get(room, {})))),
+    # A version whose emit no longer reads ignore_queue (the hub's split pushes would go
+    # round the queue again, to every process).
+    "PubSubManager.emit(ignore_queue=True)": lambda mp, s: _queue_emit_without_ignore(mp),
 }
+
+
+def _queue_emit_without_ignore(mp: pytest.MonkeyPatch) -> None:
+    emit = socketio.PubSubManager.emit
+
+    def publishing(self, *args, ignore_queue: bool = False, **kwargs):
+        return emit(self, *args, **kwargs)
+
+    mp.setattr(socketio.PubSubManager, "emit", publishing)
 
 
 def test_every_hook_has_a_way_to_lose_it():
@@ -251,6 +267,39 @@ def test_a_missing_hook_is_named(monkeypatch, hook):
     message = str(missing.value)
     assert f"lacks hook {hook};" in message
     assert "the transport guard cannot run" in message and "~=" in message
+
+
+class Publishing(socketio.PubSubManager):
+    """A message-queue manager that publishes into a list."""
+
+    def __init__(self) -> None:
+        super().__init__(channel="test", write_only=True)
+        self.published: list = []
+
+    def _publish(self, data) -> None:
+        self.published.append(data)
+
+
+def test_emit_here_keeps_a_split_push_off_the_queue():
+    """The hub's `ignore_queue` hook: an emit through it stays in this process."""
+    manager = Publishing()
+    server = socketio.Server(async_mode="threading", client_manager=manager)
+    engine_hooks.emit_here(server, "game", {"id": "g"}, "g:1:p", [])
+    assert manager.published == []
+    server.emit("game", {"id": "g"}, to="g:1:p")  # the plain emit goes to the queue
+    assert len(manager.published) == 1
+
+
+def test_connections_by_session_maps_each_engineio_session_to_its_connection():
+    """The drain's `get_participants` hook: {Engine.IO sid: Socket.IO sid}, this process."""
+    server = socketio.Server(async_mode="threading")
+    assert engine_hooks.connections_by_session(server) == {}
+    first = server.manager.connect("eio-1", "/")
+    second = server.manager.connect("eio-2", "/")
+    server.manager.connect("eio-3", "/elsewhere")
+    assert engine_hooks.connections_by_session(server) == {"eio-1": first, "eio-2": second}
+    server.manager.disconnect(first, "/")
+    assert engine_hooks.connections_by_session(server) == {"eio-2": second}
 
 
 def config() -> dict:
@@ -297,13 +346,13 @@ def test_a_built_app_is_guarded():
 ADAPTER = ROOT / "ttt" / "web" / "engine_hooks.py"
 #: What engine_hooks.py reaches into, by name, as an attribute or a getattr string.
 HOOK_NAMES = ("_async", "_handle_event_internal", "_handle_emit", "_websocket_handler",
-              "sockets", "upgrading", "manager_initialized")
+              "sockets", "upgrading", "manager_initialized", "get_participants")
 #: Those, an underscore attribute of anything named like a server, engine, manager or
-#: socket, the manager's rooms, and a patched disconnect.
+#: socket, the manager's rooms, a patched disconnect, and the queue-skipping emit keyword.
 PRIVATE = re.compile(
     r"(?:\.|[\"'])(?:" + "|".join(HOOK_NAMES) + r")\b"
     r"|\b(?:eio|engine|server|srv|socketio|sio|manager|socket|ws|client_manager)\._[A-Za-z]"
-    r"|\bmanager\.rooms\b|\beio\.handlers\b|\bdisconnect\s*=[^=]"
+    r"|\bmanager\.rooms\b|\beio\.handlers\b|\bdisconnect\s*=[^=]|\bignore_queue\b"
     r"|getattr\(\s*[\w.]*(?:eio|server|manager|socket)\w*\s*,\s*[\"']_")
 
 
@@ -321,6 +370,8 @@ def private_uses(path: Path) -> list[str]:
     "            socket = eio.sockets.pop(sid, None)",
     '    dispatch = getattr(server, "_handle_event_internal", None)',
     "        eio.disconnect = disconnect",
+    '            named = {e: s for s, e in server.manager.get_participants("/", None)}',
+    '        local = {"ignore_queue": True} if self.shared else {}',
     '            upgrading = bool(getattr(self._socket, "upgrading", False))',
 ])
 def test_the_scan_sees_what_the_old_guard_did(line):

@@ -12,7 +12,7 @@ import pytest
 
 from ttt.rules import Board, IllegalMove
 from ttt.ultimate import UltimateBoard
-from ttt.variants import CLASSIC, ULTIMATE, VARIANTS
+from ttt.variants import CLASSIC, RECORD_LEVELS, ULTIMATE, VARIANTS, record_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,30 @@ def test_the_levels_offered_are_the_ai_levels_and_each_picks_a_legal_move():
 def test_the_extra_view_fields():
     assert CLASSIC.extra_view(Board()) == {}
     board = UltimateBoard.from_moves([40])
-    assert ULTIMATE.extra_view(board) == {"boards": ".........", "next": 4}
+    assert ULTIMATE.extra_view(board) == {"boards": ".........", "next": 4, "targets": [4]}
+
+
+def test_ultimate_targets_are_where_the_side_on_move_may_play_and_none_once_over():
+    """PROTOCOL v4: the page lights the boards the view names, and works out no rule."""
+    assert ULTIMATE.extra_view(UltimateBoard())["targets"] == list(range(9))
+    rng = random.Random(29)
+    board = UltimateBoard()
+    while not board.is_over:
+        targets = ULTIMATE.extra_view(board)["targets"]
+        if board.next is not None:
+            assert targets == [board.next]
+        else:  # sent to a closed board: every open one
+            assert targets == [b for b in range(9) if board.boards[b] == "."]
+        assert {cell // 9 for cell in board.legal_moves()} == set(targets)
+        board = board.play(rng.choice(board.legal_moves()))
+    assert ULTIMATE.extra_view(board)["targets"] == []
+    assert ULTIMATE.review([40, 36])["targets"] == [list(range(9)), [4], [0]]
+
+
+def test_the_record_key_is_made_in_one_place_and_sent():
+    assert record_key("classic", "hard") == "hard"
+    assert record_key("ultimate", "hard") == "ultimate-hard"
+    assert set(RECORD_LEVELS) == {record_key(n, lv) for n, v in VARIANTS.items() for lv in v.levels}
 
 
 def test_analyze_answers_in_the_same_shape_for_both():

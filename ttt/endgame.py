@@ -10,9 +10,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ttt.endings import abort, claim, decline, offer_rematch, rematch, resign
+from ttt.endings import abort, claim, decline, leave, offer_rematch, rematch, resign
 from ttt.match import AI, Match, MatchError, ai_to_move, other
-from ttt.payloads import game_id_of
+from ttt.payloads import from_of, game_id_of
 from ttt.replies import Push, Reply, room
 from ttt.store import Update
 from ttt.views import Views
@@ -22,6 +22,10 @@ class Endgame(Views):
     """The events that end a game off the board or follow its end."""
 
     rng: random.Random
+    _leave_ai: Callable[[str, str | None], tuple[dict | None, list[Push]]]  # ttt.table
+    _left: Callable[[Match], dict[str, Any]]
+    _changed: Callable[..., list[Push]]
+    _credits: Callable[[Match, Match], tuple]
 
     def rematch(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
@@ -30,6 +34,10 @@ class Endgame(Views):
         role = old.role(player)
         if role == "spectator":
             raise MatchError("spectator", "only the players can start a rematch")
+        # The game shown (`from`; for an older client, the game rematched) is left by the
+        # rule when it is a live AI game (PROTOCOL v4): the rematched one inside the same write
+        # as the rematch, so a refused rematch changes nothing; another one after it.
+        leaving = from_of(payload) if "from" in payload else game_id
         address = self.presence.connection(sid).address
         names, origin = self._names_now(old), self.origin(address)
         counted: list[bool] = []
@@ -44,24 +52,34 @@ class Endgame(Views):
             if not counted:  # a change may run again on a newer match: count it once
                 self._take_creation(player, address)
                 counted.append(True)
-            marked, fresh = rematch(match, player, self.clock(), self.rng,
+            ended = leave(match, player, self.clock()) if leaving == match.id else match
+            marked, fresh = rematch(ended, player, self.clock(), self.rng,
                                     think=match.rules.instant_ai, names=names, origin=origin)
             # Both people sit in the new game: the caps are counted in this same write.
-            return Update(marked, create=fresh, caps=self._caps())
+            return Update(marked, self._credits(match, marked), create=fresh, caps=self._caps())
 
         with self._capped():
             before, old = self._update(game_id, change)
+        credits = self._credits(before, old)
+        left = (self._left(old) if old.mode == "ai" and old.is_over and not before.is_over
+                else None)
+        other_left, left_pushes = (self._leave_ai(player, leaving) if leaving != game_id
+                                   else (None, []))
+        left = left or other_left
         if old.rematch_id is None:  # an offer, made now or before
             pushes = self.game_pushes(old) if old.rev != before.rev else []
-            return Reply({"ok": True, "started": False, "game": self.view(old, role)}, pushes)
+            return Reply({"ok": True, "started": False, "left": left,
+                          "game": self.view(old, role)}, left_pushes + pushes)
         continued = old.rev != before.rev  # this call started it
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
-            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True)
+            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True,
+                                         left=left)
         else:
-            reply = self._enter(sid, fresh, player, started=True)
+            reply = self._enter(sid, fresh, player, started=True, left=left)
+        reply.pushes[:0] = left_pushes
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
-            reply.pushes.extend(self.game_pushes(old))
+            reply.pushes.extend(self._changed(old, credits))
         # Everyone who saw the old game follows: each side now sits at the other.
         swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
         for seen in self.roles(old):

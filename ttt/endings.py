@@ -69,6 +69,15 @@ def abort(match: Match, player_id: str, now: float) -> Match:
     return match.changed(now, finish=ending(Termination.ABORT), aborted_by=role, deadline=None)
 
 
+def leave(match: Match, player_id: str, now: float) -> Match:
+    """The game against the AI its person leaves for another (PROTOCOL v4): called off while
+    `abortable`, else resigned (a loss, in the record). Unchanged when it is not a live AI
+    game in which this player sits: a friend game is never ended this way."""
+    if match.mode != "ai" or match.is_over or match.role(player_id) not in SIDES:
+        return match
+    return abort(match, player_id, now) if abortable(match) else resign(match, player_id, now)
+
+
 def abandon(match: Match, now: float) -> Match:
     """The pass-and-play game left for another one: called off (unchanged unless one on)."""
     if match.mode != "local" or match.is_over:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from ttt.replies import N_
 from ttt.rules import Mark, Outcome, Termination
 from ttt.ultimate import WrongBoard
-from ttt.variants import VARIANTS, GameBoard, Variant
+from ttt.variants import VARIANTS, GameBoard, Variant, record_key
 
 Mode = Literal["ai", "local", "friend"]
 MODES: tuple[str, ...] = ("ai", "local", "friend")
@@ -393,7 +393,7 @@ def results(before: Match, after: Match) -> list[tuple[str, str, str]]:
             or after.status == "aborted"):
         return []
     assert after.level is not None
-    level = after.level if after.variant == "classic" else f"{after.variant}-{after.level}"
+    level = record_key(after.variant, after.level)
     found = []
     for mark in SIDES:
         seat = after.seats[mark]

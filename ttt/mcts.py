@@ -317,6 +317,11 @@ def player(name: str) -> Player:
 # --- analysis and arena -----------------------------------------------------------------------
 
 
+# The visits a searched move needs before its mean is shown as a score: below that, the mean of
+# a handful of random play-outs says nothing, and the move is "not evaluated".
+MIN_VISITS = 50
+
+
 def analyze(
     board: UltimateBoard,
     rng: random.Random | None = None,
@@ -326,7 +331,12 @@ def analyze(
     """Every legal move with its estimated score for the side on move, and the best ones.
 
     A score is the mean result the search expects after that move (a win 1, a draw 1/2,
-    a loss 0): exact for a move that wins at once (1) or lets the opponent win at once (0).
+    a loss 0), given only when it is known: exact for a move that wins at once (1) or lets
+    the opponent win at once (0), else only for a move the search visited at least
+    MIN_VISITS times; any other move has `"score": None` (not evaluated), never a
+    placeholder. `best` is exactly the moves with the top score among those scored (none
+    when that top is a loss and some move was not evaluated: it may be better).
+    Each move says how often the search visited it (`visits`, 0 for a computed one).
     The budget defaults to the `hard` level's; without an rng the answer is reproducible.
     """
     moves = board.legal_moves()
@@ -335,20 +345,36 @@ def analyze(
     rng = rng or random.Random(0)
     if playouts is None and seconds is None:
         playouts, seconds = LEVELS["hard"].playouts, LEVELS["hard"].seconds
-    wins, safe = safe_moves(board)
-    scores = {move: 0.0 for move in moves}
-    searched = [move for move in safe if move not in wins]
-    best = list(wins)
+    pos = _Position.of(board)
+    wins = pos.winning_moves()
+    scores: dict[int, float | None] = dict.fromkeys(moves)
+    visits = dict.fromkeys(moves, 0)
+    for move in moves:
+        if move in wins:
+            scores[move] = 1.0
+        elif not _any_safe(pos, move):
+            scores[move] = 0.0  # the opponent wins at once after it: computed, not searched
+    searched = [move for move in moves if scores[move] is None]
     if searched:
         root = search(board, rng, playouts, seconds, searched)
         for child in root.children:
-            scores[child.move] = round(child.score, 3)
-        if not best:
-            best = [most_visited(root)[0].move]
-    for move in wins:
-        scores[move] = 1.0
-    return {"turn": board.turn, "moves": [{"cell": m, "score": scores[m]} for m in moves],
-            "best": best}
+            visits[child.move] = child.visits
+            if child.visits >= MIN_VISITS:
+                scores[child.move] = round(child.score, 3)
+    scored = [score for score in scores.values() if score is not None]
+    top = max(scored, default=None)
+    if top == 0.0 and len(scored) < len(moves):
+        top = None  # a move not evaluated may be better than a known loss: no best to name
+    return {"turn": board.turn,
+            "moves": [{"cell": m, "score": scores[m], "visits": visits[m]} for m in moves],
+            "best": [m for m in moves if top is not None and scores[m] == top]}
+
+
+def _any_safe(pos: _Position, move: int) -> bool:
+    """Whether the opponent cannot win at once after `move`."""
+    after = pos.copy()
+    after.play(move)
+    return after.result >= 0 or not after.winning_moves()
 
 
 @dataclass

@@ -28,6 +28,15 @@ def game_id_of(payload: dict) -> str:
     return game_id
 
 
+def from_of(payload: dict) -> str | None:
+    """The payload's `from` (PROTOCOL v4): the game the page shows as it asks for another, or
+    None for a page that shows none."""
+    game_id = payload.get("from")
+    if game_id is not None and not valid_id(game_id):
+        raise MatchError("bad_request", "from must be a game id or null")
+    return game_id
+
+
 def choice(payload: dict, key: str, options: tuple, default: Any = None) -> Any:
     """The payload's value for `key`, one of `options` (of the same type)."""
     value = payload.get(key, default)

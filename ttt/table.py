@@ -21,7 +21,7 @@ from typing import Any
 from ttt.ai_turns import AiTurns
 from ttt.clocks import Clocks
 from ttt.endgame import Endgame
-from ttt.endings import abandon
+from ttt.endings import abandon, leave
 from ttt.limits import Limiter, MemoryLimiter
 from ttt.match import (
     CLOCKS,
@@ -40,7 +40,7 @@ from ttt.match import (
     take_seat,
     time_out,
 )
-from ttt.payloads import choice, clean_name, game_id_of, moves_of, valid_id, whole
+from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
 from ttt.replies import N_, Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
 from ttt.thinker import Inline, Thinker
@@ -207,6 +207,7 @@ class Table(AiTurns, Endgame, Clocks):
         clock = choice(payload, "clock", (None, *CLOCKS))
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
+        leaving = self._leaving(player, payload)
         conn = self.presence.connection(sid)
         self._take_creation(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
@@ -216,13 +217,76 @@ class Table(AiTurns, Endgame, Clocks):
                        variant=variant, think=rules.instant_ai)
         with self._capped():
             self.store.create(match, self._caps())
-        left = self._abandon_local(player, keep=match.id)  # before the views of the games left
+        abandoned = self._abandon_local(player, keep=match.id)  # before the games left's views
+        # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
+        # game is made, so a refused new game changes nothing.
+        left, left_pushes = self._leave_ai(player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            reply = self._enter_thinking(sid, self._think_later(match), player)
+            reply = self._enter_thinking(sid, self._think_later(match), player, left=left)
         else:
-            reply = self._enter(sid, match, player)
-        reply.pushes[:0] = left
+            reply = self._enter(sid, match, player, left=left)
+        reply.pushes[:0] = left_pushes + abandoned
         return reply
+
+    # --- leaving a game against the AI (PROTOCOL v4): the server's rule, not the page's -----
+
+    def _leaving(self, player: str, payload: dict) -> str | None:
+        """The id of the game a new game leaves: the payload's `from` (checked here, before
+        anything changes), else, for a version 1-3 client that sends none, the player's
+        current game (the one it last made or opened: a one-tab page's game on screen).
+        `_leave_ai` ends it only if it is a live game of the player against the AI."""
+        if "from" in payload:
+            return from_of(payload)
+        return self.store.current(player)
+
+    def _leave_ai(self, player: str, game_id: str | None) -> tuple[dict | None, list[Push]]:
+        """End `game_id` when it is a live game of the player against the AI: called off while
+        abortable, else resigned (a loss in the record). The answer's `left` (None when
+        nothing was left) and the pushes of the game and the record."""
+        if game_id is None:
+            return None, []
+
+        def change(match: Match) -> Update:
+            after = leave(match, player, self.clock())
+            return Update(after, self._credits(match, after))
+
+        changed = self.store.update(game_id, change)
+        if changed is None or changed[1].rev == changed[0].rev:
+            return None, []  # no such game, not an AI game of this player, or over already
+        before, after = changed
+        return self._left(after), self._changed(after, self._credits(before, after))
+
+    @staticmethod
+    def _left(match: Match) -> dict[str, Any]:
+        """The answer's `left`: the game ended by leaving it, and how."""
+        assert match.finish is not None
+        return {"game": match.id, "status": match.status,
+                "reason": match.finish.termination.value}
+
+    def leave_idle(self, idle_before: float) -> list[Push]:
+        """End by the leaving rule every live game against the AI nobody touched since
+        `idle_before` (a closed tab is a game left): the idle purge's first step. The pushes
+        of the games and records that changed."""
+        pushes: list[Push] = []
+        for game_id in self.store.live_ids():
+            match = self.store.get(game_id)
+            if (match is None or match.mode != "ai" or match.is_over
+                    or match.updated >= idle_before):
+                continue
+            person = next(iter(match.humans()), None)
+            if person is None:
+                continue
+
+            def change(current: Match, person: str = person) -> Match | Update:
+                if current.is_over or current.updated >= idle_before:  # touched meanwhile
+                    return current
+                after = leave(current, person, self.clock())
+                return Update(after, self._credits(current, after))
+
+            changed = self.store.update(game_id, change)
+            if changed and changed[1].rev != changed[0].rev:
+                pushes += self._changed(changed[1], self._credits(*changed))
+        return pushes
 
     def _abandon_local(self, player: str, keep: str) -> list[Push]:
         """End the player's other unfinished pass-and-play games: a new game takes their
@@ -378,7 +442,7 @@ class Table(AiTurns, Endgame, Clocks):
                                     for seen in self.roles(match)])
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
-              "abort", "claim", "set_name", "react")
+              "abort", "claim", "set_name", "react", "games")
 
     def handle(self, event: str, sid: str, payload: Any) -> Reply:
         """Run one client event: refusals are answers, never exceptions."""

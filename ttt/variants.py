@@ -92,12 +92,15 @@ def _ultimate_review(moves: Sequence[int]) -> dict:
     return {"positions": [str(b) for b in boards],
             "boards": [b.boards for b in boards],
             "next": [b.next for b in boards],
+            "targets": [list(b.allowed_boards()) for b in boards],
             "review": {"X": None, "O": None}}
 
 
 def _ultimate_view(board: GameBoard) -> dict:
     assert isinstance(board, UltimateBoard)
-    return {"boards": board.boards, "next": board.next}
+    # `targets` (PROTOCOL v4): where the side on move may play, for every receiver; the page
+    # highlights these and never works out "no next means any open board" itself.
+    return {"boards": board.boards, "next": board.next, "targets": list(board.allowed_boards())}
 
 
 CLASSIC = Variant(
@@ -129,7 +132,16 @@ ULTIMATE = Variant(
     instant_ai=False,
 )
 VARIANTS: dict[str, Variant] = {v.name: v for v in (CLASSIC, ULTIMATE)}
-# The keys of a player's record: the classic levels, then each other variant's as "name-level".
-RECORD_LEVELS: tuple[str, ...] = (*CLASSIC.levels, *(f"{v.name}-{level}" for v in (ULTIMATE,)
-                                                     for level in v.levels))
+
+
+def record_key(variant: str, level: str) -> str:
+    """The row of a player's record a game against the AI counts in: the classic level
+    ("hard"), else "variant-level" ("ultimate-hard"). The one place the format is made: views
+    and `config` carry it, so no client builds it."""
+    return level if variant == CLASSIC.name else f"{variant}-{level}"
+
+
+# The keys of a player's record: the classic levels, then each other variant's.
+RECORD_LEVELS: tuple[str, ...] = tuple(record_key(v.name, level) for v in VARIANTS.values()
+                                       for level in v.levels)
 

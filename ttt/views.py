@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ttt import wire
 from ttt.bots import is_bot_player
 from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
-from ttt.replies import Push, room
+from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
-from ttt.variants import VARIANTS
+from ttt.variants import VARIANTS, record_key
 
 if TYPE_CHECKING:
     from ttt.table import Limits
@@ -35,7 +35,10 @@ class Views:
 
     def config(self) -> dict[str, Any]:
         """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
-        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells}
+        # `records`: each level's row in the record (PROTOCOL v4), made by the server only.
+        return {"variants": {name: {"levels": list(rules.levels), "cells": rules.cells,
+                                    "records": {level: record_key(name, level)
+                                                for level in rules.levels}}
                              for name, rules in VARIANTS.items()},
                 "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
                 "claim_after": self.limits.claim_after}
@@ -61,6 +64,8 @@ class Views:
         game = wire.view(match, role, online=self.presence.online(match.id),
                          claimable_in=self.claimable_in(match, role),
                          watchers=self.presence.watchers(match.id), now=self.clock())
+        # The row of the record this game counts in, made here so no client builds it.
+        game["record_key"] = record_key(match.variant, match.level) if match.level else None
         bots = [m for m in SIDES if is_bot_player(match.seats[m])]
         if bots:  # the sides a bot sits at: version 3 names mark them (ttt.bots.v3_names)
             game["bot_seats"] = bots
@@ -81,6 +86,32 @@ class Views:
         """The game to everyone who sees it, each role its own view (built when sent)."""
         return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
                 for role in self.roles(match)]
+
+    def games(self, sid: str, payload: dict) -> Any:
+        """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a
+        short line for the home page's list: whose turn, the opponent, the time left."""
+        player = self._player(sid)  # type: ignore[attr-defined]
+        found = []
+        for game_id in self.store.live_games(player):
+            match = self.store.get(game_id)
+            if match is None or match.mode != "friend" or match.is_over:
+                continue
+            role = match.role(player)
+            if role in SIDES:
+                found.append((self._game_line(match, role), match.updated))
+        # The games waiting for the player first, then the most recently changed.
+        found.sort(key=lambda pair: (not pair[0]["your_turn"], -pair[1]))
+        return Reply({"ok": True, "games": [line for line, _ in found]})
+
+    def _game_line(self, match: Match, role: str) -> dict[str, Any]:
+        game = self.view(match, role)
+        opponent = other(role)
+        name = game["names"].get(opponent) if isinstance(game.get("names"), dict) else None
+        return {"id": match.id, "link": f"/g/{match.id}", "variant": match.variant,
+                "you": role, "turn": game["turn"], "your_turn": "move" in game["can"],
+                "opponent": name, "seated": match.seats[opponent] is not None,
+                "online": game["online"][opponent], "clock": game.get("clock"),
+                "time_left": game.get("time_left"), "moves": len(match.moves)}
 
     def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
         role = match.role(player)

@@ -8,6 +8,10 @@ import { t } from "./i18n.js";
 import { refusalText } from "./status.js";
 import { describeOffer, describeReaction } from "./news.js";
 
+/** How long the AI's reply waits after the player's own mark, at least, so that it reads as a
+ * reply (the network's time counts towards it). */
+const REPLY_BEAT_MS = 450;
+
 /** The newer of two views of one game (by `rev`, or the move count from an older server);
  * `other` on a tie. */
 export function newest(one, other) {
@@ -30,31 +34,49 @@ export function createActs(session) {
     ownAt: 0,      // when the push of our own move was shown, while a slow AI thinks
     held: null,    // the newest push that came in while the move was on its way
     queued: null,  // {id, version, cell, variant}: a move tapped while offline, to send
+    early: null,   // a cell tapped before the first view came (the page was connecting)
   };
 
   /** Send a move on `cell` of the game on screen, and show what comes back. */
   async function play(cell) {
-    const { game } = now();
-    if (!game || now().name !== "ready") return;
+    const { game, name, restored } = now();
+    if (restored || name === "idle" || (name === "starting" && !game)) {
+      // The page is still connecting: the tap is kept (the last one) and sent once the
+      // server's view is on screen, if that cell is playable then (sendEarly).
+      state.early = cell;
+      board.unpend();
+      if (game?.status === "playing") board.pending(cell, game.you === "both" ? game.turn : game.you);
+      return;
+    }
+    if (!game || name !== "ready") return;
     if (coach.reviewing(game)) {
       coach.step("last"); // a square pressed during the replay: back to the end
       return;
     }
     status.clearNotice();
     fire("move");
+    // The mark shows at the tap, pending (dimmed, not counted): the server still decides, and
+    // a refusal takes it off again. The player's mark is on screen from now on.
+    const mark = game.you === "both" ? game.turn : game.you;
+    const pending = game.status === "playing" && board.pending(cell, mark);
+    const tapped = performance.now();
     Object.assign(state, { sent: game.version, ownAt: 0, held: null });
     const answer = await call("move", { game: game.id, cell, version: game.version });
     if (!answer.ok) {
+      board.unpend();
       settle(null);
       if (answer.error?.code === "offline" && game.can?.includes("move")) hold(game, cell);
       else refused("move", answer);
       return;
     }
     if (answer.played) {
-      // Our move first, then the AI's a beat later, so the reply reads as a reply.
+      // Our move first, then the AI's. The pause for effect (so the reply reads as a reply)
+      // only makes up what the network did not: the player's mark has been on screen since
+      // the tap (pending) or since the push of it (a slow AI), and a reply that took longer
+      // than a person notices is shown as soon as it is here.
       show(view(answer.played));
-      // A slow AI (ultimate) had our move pushed and shown long ago: no more waiting then.
-      const beat = (calm.matches ? 150 : 450) - (state.ownAt ? performance.now() - state.ownAt : 0);
+      const since = state.ownAt || (pending ? tapped : performance.now());
+      const beat = (calm.matches ? 150 : REPLY_BEAT_MS) - (performance.now() - since);
       if (beat > 0) await sleep(beat);
     }
     settle(view(answer.game));
@@ -97,6 +119,15 @@ export function createActs(session) {
     }
     status.notice(t("Your move ({where}) was not played: the game changed while you were offline",
       { where: squareWords(cell, variant) }), { sticky: true });
+  }
+
+  /** The first view is on screen: play the cell tapped while connecting, if it is playable. */
+  function sendEarly() {
+    const cell = state.early;
+    state.early = null;
+    const { game, name } = now();
+    if (cell === null || !game || name !== "ready") return;
+    if (game.legal?.includes(cell)) play(cell);
   }
 
   /** A push of the game on screen: shown, or kept while our move is on its way. */
@@ -160,9 +191,11 @@ export function createActs(session) {
   async function rematch() {
     const game = now().game;
     if (!game) return;
+    // A rematch in the middle of a game leaves it: asked first; the server ends it (`from`).
+    if (game.status === "playing" && !(await leaveFirst())) return;
     status.clearNotice();
     shared.asked = game.id;
-    const answer = await call("rematch", { game: game.id });
+    const answer = await call("rematch", { game: game.id, from: game.id });
     if (!answer.ok) {
       shared.asked = null;
       refused("rematch", answer);
@@ -234,6 +267,7 @@ export function createActs(session) {
     give,
     pushed,
     sendHeld,
+    sendEarly,
     /** Another game is on screen: nothing held belongs to it. */
     forget() {
       state.held = null;

@@ -229,11 +229,32 @@ export function createBoards({ classic, ultimate }, { onPlay, app }) {
     app.dataset.variant = variant;
   }
 
+  /** Take every pending mark off (a view is about to be drawn, or the move was refused). */
+  function unpend() {
+    for (const wrap of [classic.wrap, ultimate.wrap]) {
+      for (const cell of wrap.querySelectorAll("[data-pending]")) delete cell.dataset.pending;
+    }
+  }
+
   return {
     render(game, options) {
+      unpend();
       show(game.variant === "ultimate" ? "ultimate" : "classic");
       active("render", game, options);
     },
+    /**
+     * Draw `mark` on the empty `cell` of the board on screen as pending: dimmed, not counted,
+     * until the server's answer draws the view (or the refusal takes it off). False when the
+     * cell is not there or not empty.
+     */
+    pending(cell, mark) {
+      const wrap = variant === "classic" ? classic.wrap : ultimate.wrap;
+      const square = wrap.querySelector(`[data-cell="${Number(cell)}"]`);
+      if (!square || square.dataset.mark !== "" || (mark !== "X" && mark !== "O")) return false;
+      square.dataset.pending = mark;
+      return true;
+    },
+    unpend,
     evaluate: (moves) => active("evaluate", moves),
     suggest: (cells) => active("suggest", cells),
     flag: (marks) => active("flag", marks),

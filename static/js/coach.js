@@ -65,6 +65,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
         board: state.review.positions[ply], moves: game.moves.slice(0, ply), line: null,
         winner: null, status: "replay", turn: null, variant: game.variant,
         boards: state.review.boards?.[ply], next: state.review.next?.[ply] ?? null,
+        targets: state.review.targets?.[ply] ?? [],
       }, { fresh });
     }
     board.replaying(ply !== null);
@@ -193,11 +194,16 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
       }
       const { best } = answer;
       const estimated = game.variant === "ultimate" ? t(" · estimated by search") : "";
-      const cells = cellsWords(best, game.variant);
-      let words = tn("Hint: {n} move as good as each other", "Hint: {n} moves as good as each other",
-        best.length);
-      if (best.length <= 2) words = best.length === 1 ? t("Hint: play {cells}", { cells }) : t("Hint: {cells}", { cells });
-      words += estimated;
+      // An empty `best`: nothing the search could vouch for in its time (PROTOCOL v4).
+      let words = t("Hint: no move evaluated in time — try again") + estimated;
+      if (best.length > 2) {
+        words = tn("Hint: {n} move as good as each other", "Hint: {n} moves as good as each other",
+          best.length) + estimated;
+      } else if (best.length) {
+        const cells = cellsWords(best, game.variant);
+        words = (best.length === 1 ? t("Hint: play {cells}", { cells }) : t("Hint: {cells}", { cells }))
+          + estimated;
+      }
       news(words);
       announce(words);
     },

@@ -16,10 +16,11 @@ export function levelsOf(variant) {
   return config.variants[variant]?.levels ?? [];
 }
 
-/** The row of the record a game counts in: "hard", or "ultimate-hard" for an ultimate game. */
+/** The row of the record a game counts in, as the server names it (PROTOCOL v4: the view's
+ * `record_key`, else `config`'s `records` of its variant); null when it counts in none. */
 export function recordKey(game) {
   if (!game?.level) return null;
-  return game.variant && game.variant !== "classic" ? `${game.variant}-${game.level}` : game.level;
+  return game.record_key ?? config.variants[game.variant ?? "classic"]?.records?.[game.level] ?? null;
 }
 
 /** The claim delay in words: "1 minute", "30 seconds". */

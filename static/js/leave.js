@@ -10,11 +10,17 @@ function somebodyThere(game) {
   return game.mode === "friend" && game.seats[other] === "human";
 }
 
+/** Whether the person has put a mark on the board of `game`: only then is leaving asked about. */
+function marked(game) {
+  return game.moves.some((cell) => game.board[cell] === game.you);
+}
+
 /**
- * What leaving `game` (a view) does, or null when it needs no word: `event` is sent first
- * ("resign", "abort", "decline" or null); `ask` says whether to ask; `title`, `text` and `go`
- * are the dialog's words; `told`: what to say once it is done. Which of those events the
- * server takes now comes in the view's `can`: nothing here decides it.
+ * What leaving `game` (a view) needs, or null when nothing: `event` is sent first ("abort" or
+ * "decline" for a friend or two people at one screen, else null); `ask` says whether to ask;
+ * `title`, `text` and `go` are the dialog's words. A game against the AI is ended by the server
+ * itself when the next game is asked for (PROTOCOL v4 `from`): the page only asks, in words
+ * made from the view's `can`, and sends nothing for it.
  */
 export function leaving(game) {
   if (!game) return null;
@@ -34,12 +40,22 @@ export function leaving(game) {
       : t("The game will be left as it is.");
     return { event, ask: true, title, text, go: t("Leave") };
   }
+  if (game.mode === "ai") {
+    if (!marked(game)) return null; // nothing of the person's is on the board: nothing to lose
+    return can.has("abort")
+      ? { event: null, ask: true, title, text: t("The game is not counted: nobody wins."), go: t("Leave") }
+      : {
+        event: null, ask: true, title,
+        text: t("You resign: this counts as a loss against the AI."), go: t("Resign and leave"),
+      };
+  }
+  if (game.mode !== "friend") return null;
   if (can.has("abort")) {
     // Nothing that counts is lost: only a friend who is there is asked about.
     if (!somebodyThere(game)) {
       // Worth a word only once the player had put a mark down.
-      const played = game.moves.some((cell) => game.board[cell] === you);
-      return { event: "abort", ask: false, told: played ? t("The game you left was not counted") : "" };
+      return { event: "abort", ask: false,
+        told: marked(game) ? t("The game you left was not counted") : "" };
     }
     return {
       event: "abort", ask: true, title,
@@ -47,19 +63,20 @@ export function leaving(game) {
       go: t("Cancel it and leave"),
     };
   }
-  if (game.mode === "ai" && can.has("resign")) {
-    return {
-      event: "resign", ask: true, title,
-      text: t("You resign: this counts as a loss against the AI."), go: t("Resign and leave"),
-    };
-  }
-  if (game.mode !== "friend") return null;
   const friend = friendName(game, you);
   return {
     event: null, ask: true, title,
     text: t("The game stays open: {friend} can claim it in {time}.", { friend, time: claimWords() }),
     go: t("Leave"),
   };
+}
+
+/** What the server did with `game` (the view left) as the answer's `left` says (PROTOCOL v4),
+ * in words, or "": worth a word only once the person had put a mark down. */
+export function leftWords(left, game) {
+  if (!left || !game || left.game !== game.id || !marked(game)) return "";
+  if (left.status === "aborted") return t("The game you left was not counted");
+  return left.reason === "resign" ? t("The game you left counted as a loss") : "";
 }
 
 /** The words of the Resign and Abort buttons' question. */

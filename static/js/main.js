@@ -30,6 +30,14 @@ function later(load, idle = {}) {
     },
   });
 }
+// The opponent's absence line: its module comes with the first friend game with a seat away.
+let absence = null;
+function absent(game) {
+  if (!absence && (game.mode !== "friend" || !Object.values(game.online ?? {}).includes(false))) return;
+  absence ??= import("./absence.js").then((module) => module.createAbsence(
+    { line: byId("absence"), news: byId("absence").parentElement }));
+  absence.then((part) => part.render(game));
+}
 const chips = { X: byId("player-x"), O: byId("player-o") };
 let session = null; // the parts below reach it only once a player acts, after it is built
 const calm = window.matchMedia("(prefers-reduced-motion: reduce)");
@@ -110,6 +118,7 @@ session = createSession({
     { chips, series: byId("series"), score: byId("score"), watching: byId("watching") },
     { onRename: (name) => session.rename(name) }),
   clock: createClock(chips, { onLow: (text) => status.announce(text) }),
+  absence: { render: absent },
   reactions: createReactions(byId("reactions"), chips, {
     onReact: (reaction) => session.react(reaction),
   }),
@@ -119,6 +128,39 @@ session = createSession({
   sound: createSound(byId("sound")),
   leave: later(() => import("./leave.js").then((module) => module.createLeave(byId("leave")))),
 }, { call: (event, payload) => server.call(event, payload), app: byId("app"), calm });
+
+// A finger on the screen: no keyboard hints from then on (the media queries miss some phones).
+window.addEventListener("pointerdown", (event) => {
+  if (event.pointerType === "touch") document.documentElement.classList.add("is-touch");
+}, { passive: true });
+
+// What the first load leaves for later (the games list, the service worker): the board first.
+const AFTER_READY_MS = 1500;
+
+// The last game of this device on screen at once, read only, while the socket comes up.
+session.restore();
+
+// The service worker (the page shell offline) once the board is usable: its precache never
+// competes with the first load.
+byId("app").addEventListener("ttt:ready", () => {
+  if (!("serviceWorker" in navigator)) return;
+  setTimeout(() => navigator.serviceWorker.register("/sw.js").catch(() => {}), AFTER_READY_MS);
+}, { once: true });
+
+// "Your games": the player's live friend games, asked for with every game entered and when
+// the page is looked at again (its module comes then, after the board).
+const games = later(() => import("./games.js").then((module) => module.createGames(
+  { section: byId("my-games"), list: byId("my-games-list") },
+  { call: (event, payload) => server.call(event, payload) })));
+let entered = 0; // the first game's list waits until the board has been usable a moment
+byId("app").addEventListener("ttt:entered", (event) => {
+  entered += 1;
+  if (entered > 1) games.refresh(event.detail);
+  else setTimeout(() => games.refresh(event.detail), AFTER_READY_MS);
+});
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && byId("app").dataset.ready) games.refresh(null);
+});
 
 const server = connect({
   onConnect: () => session.connected(),

@@ -52,9 +52,7 @@ export function describePresence(previous, game, you) {
   const name = Friend;
   if (previous.seats[other] === "open" && game.seats[other] === "human") return t("{name} joined", { name });
   if (game.status !== "playing") return "";
-  if (previous.online[other] && !game.online[other]) {
-    return t("{name} left — waiting for them to come back", { name });
-  }
+  if (previous.online[other] && !game.online[other]) return t("{name} left", { name });
   if (!previous.online[other] && game.online[other]) return t("{name} is back", { name });
   return "";
 }

@@ -30,6 +30,7 @@ function position(ply) {
     board: positions[ply],
     boards: replay.boards?.[ply],
     next: replay.next?.[ply] ?? null,
+    targets: replay.targets?.[ply] ?? [],
     moves: moves.slice(0, ply),
     line: end ? replay.line : null,
     winner: end ? replay.winner : null,

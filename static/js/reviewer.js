@@ -77,6 +77,7 @@ export function createReviewer({ state, review, deck }, {
     seen.mistakes = answer.review;
     seen.boards = answer.boards; // ultimate: each position's small boards and where to play
     seen.next = answer.next;
+    seen.targets = answer.targets; // ultimate: each position's boards to play in (PROTOCOL v4)
     review.fill(answer.review, sideNames(game));
     const { game: shown } = now();
     if (shown) paint(shown);
@@ -117,6 +118,7 @@ export function createReviewer({ state, review, deck }, {
     if (!game || !mistake || state.review.id !== game.id) return;
     const answer = await call("new_game", {
       mode: "ai", you: side, level: game.level ?? level, moves: game.moves.slice(0, mistake.ply),
+      from: game.id, // a finished game: nothing is left (PROTOCOL v4)
     });
     if (!answer.ok) {
       notice(refusal(answer.error, "new_game"));

@@ -42,8 +42,20 @@ function freshCell(previous, game, opening) {
 export function createScreen(parts, { app }) {
   const {
     status, coach, seats, clock, offer, reactions, share, sound, controls, learnRow, practice,
+    absence,
   } = parts;
   const statusArea = app.querySelector(".status-area");
+  // What the news line says that holds only while its state does ("Ben wants a rematch",
+  // "Ben joined", "Ben is back"): cleared when that state ends, never left behind.
+  let standing = null;
+
+  /** Whether the state the news line told of (`standing`) is over in `game`. */
+  function gone(kind, game) {
+    const other = opponentOf(game.you);
+    if (kind === "offer") return !game.offer?.rematch;
+    if (kind === "here") return Boolean(other) && game.online?.[other] === false;
+    return false;
+  }
 
   /** Render `game` everywhere. `extra`: {fresh, opening, link, record, following}. */
   function paint(game, { fresh, opening = false, link = null, record = null, following = null } = {}) {
@@ -54,6 +66,7 @@ export function createScreen(parts, { app }) {
     status.say(describe(game, game.you));
     seats.render(game);
     clock.render(game);
+    absence?.render(game);
     offer.render(game, { following });
     learnRow.classList.toggle("is-reacting", reactions.render(game));
     status.record(record, recordKey(game));
@@ -88,8 +101,21 @@ export function createScreen(parts, { app }) {
     const fairStart = moved || presence || !previous ? describeFirstMove(game, you) : "";
     // The lead says what the board cannot (the side changed); the board shows the AI's move.
     const line = fairStart || lead || news || (previous ? "" : start);
-    if (line || !previous) status.news(line);
-    else if (over) status.news(""); // the status line says how it ended
+    if (line || !previous) {
+      status.news(line);
+      standing = null;
+      if (line === offered && offered) standing = "offer";
+      else if (line === presence && presence && game.online?.[opponentOf(you)]) standing = "here";
+    } else if (over) {
+      status.news(""); // the status line says how it ended
+    } else if (standing && gone(standing, game)) {
+      status.news("");
+      standing = null;
+    }
+    const other = opponentOf(you);
+    if (other && previous?.online?.[other] && game.online?.[other] === false) {
+      status.unflash(); // "Ben joined" is over once Ben has gone
+    }
     if (moved || over || presence || offered || !previous) {
       status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered,
         ended, fairStart]));

@@ -23,6 +23,27 @@ const MACHINE = Object.freeze({
 /** The order of two views of one game: `rev`, or the move count from an older server. */
 const order = (game) => game.rev ?? game.version;
 
+const LAST_GAME = "ttt.last-game";
+
+/** Keep the view on screen on this device, to draw before the socket is up (and offline). */
+function remember(game, link) {
+  if (!game?.id || !game.you) return;
+  try {
+    localStorage.setItem(LAST_GAME, JSON.stringify({ game, link }));
+  } catch {
+    // Private mode or full: the page simply starts from the server's view.
+  }
+}
+
+/** The last view kept by remember(), or null. */
+function recalled() {
+  try {
+    return JSON.parse(localStorage.getItem(LAST_GAME) ?? "null");
+  } catch {
+    return null;
+  }
+}
+
 /** Codes after which a join would not help (or the banner already retries). */
 const NO_RESYNC = new Set(["offline", "rate_limited", "unavailable", "timeout"]);
 
@@ -46,6 +67,7 @@ export function createSession(parts, { call: send, app, calm }) {
     following: null,     // a rematch this spectator did not follow (it was reading the review)
     starts: 0,           // new games asked for: only the newest one's answer is shown
     early: new Map(),    // id -> the newest push of a game not on screen yet (see enter)
+    restored: false,     // the game on screen is this device's last one, read only (restore)
     urlGame: app.dataset.gameId || null,
   };
   const call = createCaller(send, { status, rejoin: () => join(currentId()) });
@@ -79,6 +101,7 @@ export function createSession(parts, { call: send, app, calm }) {
     if (!current(game)) return false;
     const previous = state.game;
     state.game = game;
+    if (!state.restored) remember(game, state.link);
     screen.render(previous, game, {
       opening, lead, reveal, withdrawn: state.withdrawing, own: state.ending, link: state.link,
       record: state.record, following: state.following,
@@ -88,6 +111,13 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /** Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show. */
   function enter(answer, { opening = false, lead = "" } = {}) {
+    if (state.restored) {
+      // The last game drawn from this device before the socket was up gives way to the
+      // server's view, whatever it is (even an older one, after a server restart).
+      state.restored = false;
+      state.game = null;
+      delete app.dataset.restored;
+    }
     const reveal = state.game?.id !== answer.game.id || !state.game; // another game: in view
     // A push of this game may have overtaken the answer (a friend's join of the rematch this
     // page accepted, say): the newer of the two is shown.
@@ -112,7 +142,10 @@ export function createSession(parts, { call: send, app, calm }) {
       // The first game on screen: how long a visitor waits is measured to here.
       performance.mark("ttt:board-ready");
       app.dataset.ready = game.can?.includes("move") ? "playable" : "shown";
+      app.dispatchEvent(new Event("ttt:ready"));
     }
+    acts.sendEarly(); // a tap made while the page was connecting
+    app.dispatchEvent(new CustomEvent("ttt:entered", { detail: game.id }));
   }
 
   /** A refused `event`: said, the game it carries shown, and the page re-synced by a join. */
@@ -167,14 +200,19 @@ export function createSession(parts, { call: send, app, calm }) {
     const told = left === true ? "" : left;
     status.clearNotice();
     fire("start");
-    const answer = await call("new_game", newGamePayload(settings));
+    // `from`: the game on screen, which the server ends by its rule when it is against the AI.
+    const shown = state.game;
+    const answer = await call("new_game", { ...newGamePayload(settings), from: shown?.id ?? null });
     if (asked !== state.starts) return null; // superseded: the newer call shows its game
     if (!answer.ok) {
       fire("failed");
       refused("new_game", answer);
       return false;
     }
-    enter(answer, { opening: true, lead: told });
+    // What the server did with the game left, said; leave.js only when a game was left (it is
+    // not part of the first load).
+    const said = answer.left ? (await import("./leave.js")).leftWords(answer.left, shown) : "";
+    enter(answer, { opening: true, lead: said || told });
     return true;
   }
 
@@ -189,8 +227,27 @@ export function createSession(parts, { call: send, app, calm }) {
   screen.reflect(null);
   app.dataset.session = state.name;
 
+  /**
+   * Before the socket is up: the last game this device showed, read only (no `can`, no
+   * `legal`, no clock), when it is the game of this address (any game when offline, where
+   * nothing else can be shown). The server's view replaces it as soon as it comes (enter).
+   */
+  function restore() {
+    const saved = recalled();
+    const game = saved?.game;
+    if (!game?.id || state.game) return false;
+    const wanted = state.urlGame;
+    if (navigator.onLine && (wanted ? game.id !== wanted : game.mode === "friend")) return false;
+    state.restored = true;
+    state.link = saved.link ?? null;
+    show({ ...game, can: [], legal: [], time_left: null, claimable_in: null, first_move: null });
+    app.dataset.restored = "true";
+    return true;
+  }
+
   return {
     call,
+    restore,
     now: () => ({ game: state.game, busy: state.name === "moving" }),
     show: (game) => show(view(game)),
     enter,
@@ -237,7 +294,10 @@ export function createSession(parts, { call: send, app, calm }) {
     },
 
     disconnected({ retrying }) {
-      status.connection(retrying ? "retrying" : "down");
+      // Opened offline, the page says so (its last game on screen, read only) and reconnects
+      // by itself when the network is back (socket.js listens for it).
+      if (!navigator.onLine && state.restored) status.connection("offline");
+      else status.connection(retrying ? "retrying" : "down");
     },
 
     pushed(game) {

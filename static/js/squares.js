@@ -100,6 +100,10 @@ function percentWords(percent) {
  * half) in words: `short` on the square ("~62%"), `long` for its label, `tone` for its colour.
  */
 export function estimateWords(score) {
+  // A move the search did not visit enough has no score (PROTOCOL v4): said, never guessed.
+  if (typeof score !== "number") {
+    return { short: "?", long: "not evaluated: the search did not look at it enough", tone: "none" };
+  }
   const percent = Math.round(score * 100);
   let tone = "even";
   if (score >= 0.6) tone = "good";

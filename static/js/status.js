@@ -104,6 +104,16 @@ export function createStatus({
       }, FLASH_MS);
     },
 
+    /** Take the news banner down now (what it said is no longer so). */
+    unflash() {
+      if (!flashTimer) return;
+      clearTimeout(flashTimer);
+      flashTimer = 0;
+      joined.hidden = true;
+      titleLead = "";
+      title();
+    },
+
     /** Set the smaller line under the status: move news, presence. */
     news(text) {
       if (detail.textContent !== text) detail.textContent = text;
@@ -150,6 +160,7 @@ export function createStatus({
         retrying: t("Connection lost — reconnecting…"),
         trouble: t("Server trouble — retrying…"),
         down: t("Cannot reach the server — reload the page"),
+        offline: t("You are offline — your last game, read only; it reconnects by itself"),
       };
       bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;

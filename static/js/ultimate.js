@@ -1,7 +1,7 @@
-// The 9x9 board of ultimate tic-tac-toe: renders a view (board, boards, next, line, legal) into
+// The 9x9 board of ultimate tic-tac-toe: renders a view (board, boards, targets, line, legal) into
 // nine small boards of nine cells; clicks, taps and keys -> onPlay(cell). Without onPlay it is a
 // board to look at (the replay page). It works out no rule: who won a small board and where the
-// mover may play come in the view (`boards`, `next`, `legal`).
+// mover may play come in the view (`boards`, `targets`, `legal`).
 import { arrowTo, modified, typing } from "./board.js";
 import {
   BOARD_NAMES, boardWords, CELL_NAMES, estimateWords, placeWords, ultimateParts,
@@ -17,16 +17,9 @@ function smallBoardWords(b, state) {
   return STATES[state] ? t("{board}, {state}", { board: name, state: STATES[state] }) : name;
 }
 
-/**
- * The small boards to light up: those holding a square the viewer may play (`legal`), else
- * what the view's `next` says for the side on move (its opponent's turn, a past position):
- * that board, or with none every board the view's `boards` shows open.
- */
-function targets(game, boards, legal) {
-  if (legal.size) return new Set([...legal].map((cell) => ultimateParts(cell).board));
-  if (game.status !== "playing" && game.status !== "replay") return new Set();
-  if (game.next !== null && game.next !== undefined) return new Set([game.next]);
-  return new Set([...boards].flatMap((state, b) => (state === "." ? [b] : [])));
+/** The small boards to light up: the view's `targets` (PROTOCOL v4), as the server sent them. */
+function targets(game) {
+  return new Set(game.targets ?? []);
 }
 
 /**
@@ -37,7 +30,7 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   const readOnly = !onPlay;
   const wrap = grid.closest(".uboard-wrap");
   let parts = null; // built the first time a game is shown: a classic player never pays for it
-  let shown = null; // {boards, next, playable, legal, lit} of the view on screen
+  let shown = null; // {boards, playable, legal, lit} of the view on screen
 
   function built() {
     if (!parts) parts = build(grid, readOnly);
@@ -47,8 +40,13 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   /** Where the view says the mover must play, for a label: "you must play in the top board". */
   function where() {
     if (!shown?.playable) return "";
-    return shown.next === null ? t("you may play in any open board")
-      : t("you must play in {board}", { board: boardWords(shown.next) });
+    return shown.lit.size === 1 ? t("you must play in {board}", { board: boardWords(only()) })
+      : t("you may play in any open board");
+  }
+
+  /** The one small board the mover may play in, as the view's `targets` say, or null. */
+  function only() {
+    return shown?.lit.size === 1 ? [...shown.lit][0] : null;
   }
 
   function label(cell) {
@@ -58,6 +56,7 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     const state = shown?.boards[b];
     if (STATES[state]) words.push(t("board {state}", { state: STATES[state] }));
     if (cell.dataset.score) words.push(estimateWords(Number(cell.dataset.score) / 100).long);
+    else if (cell.dataset.estimate) words.push(estimateWords(null).long);
     if (cell.classList.contains("is-suggested")) words.push(t("suggested move"));
     if (cell.classList.contains("is-last")) words.push(t("last move"));
     const text = words.join(t(", "));
@@ -103,11 +102,11 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
       event.preventDefault();
       const digit = Number(event.key) - 1;
       const { smalls } = built();
-      if (shown.next === null) {
+      if (only() === null) {
         focusCell(smalls[digit].querySelectorAll(".ucell")[4]);
         return;
       }
-      choose(smalls[shown.next].querySelectorAll(".ucell")[digit]);
+      choose(smalls[only()].querySelectorAll(".ucell")[digit]);
     });
   }
 
@@ -121,8 +120,8 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     const boards = game.boards ?? ".........";
     const legal = new Set(readOnly || !playable ? [] : game.legal ?? []);
     shown = {
-      boards, next: game.next ?? null, playable: !readOnly && playable, legal,
-      lit: targets(game, boards, legal),
+      boards, playable: !readOnly && playable, legal,
+      lit: targets(game),
     };
     const last = game.moves.length ? game.moves[game.moves.length - 1] : null;
     const line = game.line ?? [];
@@ -206,9 +205,10 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     for (const cell of parts.cells) {
       const move = byCell.get(Number(cell.dataset.ucell));
       const text = cell.querySelector(".ueval");
-      if (move && typeof move.score === "number" && cell.dataset.mark === "") {
-        const words = estimateWords(move.score);
-        cell.dataset.score = String(Math.round(move.score * 100));
+      if (move && cell.dataset.mark === "") {
+        const words = estimateWords(move.score); // a null score: "not evaluated"
+        if (typeof move.score === "number") cell.dataset.score = String(Math.round(move.score * 100));
+        else delete cell.dataset.score;
         cell.dataset.estimate = words.tone;
         text.textContent = words.short;
       } else {

@@ -3,12 +3,15 @@
 import { BOARD_NAMES, CELL_NAMES, placeWords } from "./squares.js";
 import { number, t, tn } from "./i18n.js";
 
-/** Where the side on move must play in an ultimate game, as the view's `next` says, or "":
- * "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
+/** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
+ * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
 export function playWhere(game) {
   if (game.variant !== "ultimate" || game.status !== "playing") return "";
-  return game.next === null || game.next === undefined ? t("any open board")
-    : BOARD_NAMES[game.next];
+  const targets = game.targets ?? [];
+  if (targets.length === 1) return BOARD_NAMES[targets[0]];
+  const open = [...(game.boards ?? "")].filter((state) => state === ".").length;
+  if (!targets.length || targets.length === open) return t("any open board");
+  return targets.map((b) => BOARD_NAMES[b]).join(t(" or "));
 }
 
 function whereWords(game) {
@@ -109,11 +112,11 @@ export function describe(game, you) {
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return t("Waiting for your friend to join");
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
-    // waited for; one who went away mid-game disconnected.
-    if (!game.online[other]) {
-      const started = game.moves.length > (game.start ?? 0);
-      return started ? t("{Friend} disconnected", { Friend })
-        : t("Waiting for {friend}", { friend: friendName(game, you) });
+    // waited for. One who went away mid-game changes nothing here: the turn stays the main
+    // status (the player on move must move, or lose on time) and the absence is the second
+    // line (absence.js).
+    if (!game.online[other] && game.moves.length <= (game.start ?? 0)) {
+      return t("Waiting for {friend}", { friend: friendName(game, you) });
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);

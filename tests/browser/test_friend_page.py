@@ -97,7 +97,9 @@ def test_a_player_who_leaves_on_their_own_turn_is_claimed_against_after_the_coun
 
     guest.close()  # the guest leaves on their own turn
 
-    expect(status(host)).to_have_text("Your friend disconnected")
+    expect(status(host)).to_have_text("Your friend's turn")  # still: the absence is line two
+    expect(host.locator("#absence")).to_have_text(
+        re.compile(r"^Your friend left · you can claim the win (in 0:0\d|now)$"))
     claim = host.locator("#claim")
     expect(claim).to_be_visible()
     expect(watcher.locator("#player-o")).to_have_attribute("data-presence", "offline")
@@ -155,7 +157,9 @@ def test_a_settings_tap_mid_game_asks_before_leaving_and_says_what_happens(open_
     choose(guest, "you", "X")
     leave_anyway(guest, re.compile("your friend can claim it in 1 minute"))
     expect(status(guest)).to_have_text("Waiting for your friend to join")
-    expect(status(host)).to_have_text("Your friend disconnected")
+    expect(status(host)).to_have_text("Your turn")  # the host on move is never told to wait
+    expect(host.locator("#absence")).to_have_text(
+        re.compile(r"^Your friend left · you can claim the win in 0:[0-5]\d$"))
     expect(host.locator("#claim")).to_have_text(re.compile(r"^Claim the win in 0:[0-5]\d$"))
     expect(host.locator("#claim")).to_have_attribute("aria-disabled", "true")
     assert problems == [], "\n".join(problems)

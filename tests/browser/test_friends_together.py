@@ -82,9 +82,12 @@ def test_the_board_and_its_status_stay_in_view_after_each_event(open_page, size,
     assert_in_view(guest, "joined the game")
 
     # Both resign out of the way quickly: X moves, O resigns; then the rematch is offered.
-    host.locator(".ucell[aria-disabled='false'], .cell[aria-disabled='false']").first.click()
+    # The board on screen (the other one, hidden, keeps its last game).
+    host.locator(".ucell[aria-disabled='false']:visible, .cell[aria-disabled='false']:visible"
+                 ).first.click()
     expect(status(guest)).to_have_text(re.compile("^Your turn"))
-    guest.locator(".ucell[aria-disabled='false'], .cell[aria-disabled='false']").first.click()
+    guest.locator(".ucell[aria-disabled='false']:visible, .cell[aria-disabled='false']:visible"
+                  ).first.click()
     expect(status(guest)).to_have_text(re.compile("'s turn$"))
     guest.locator("#resign").click()
     guest.get_by_role("dialog").locator("[data-leave='go']").click()
@@ -140,7 +143,9 @@ def test_every_change_is_said_on_screen_naming_the_person(open_page, device):
     # Left and came back, by name; resigned, by name.
     play({"host": host, "guest": guest}, [(0, "host"), (3, "guest")])
     guest.context.set_offline(True)
-    expect(detail["host"]).to_have_text("Ben left — waiting for them to come back")
+    expect(host.locator("#absence")).to_have_text(
+        re.compile(r"^Ben left · you can claim the win in (0:[0-5]\d|1:00)$"))
+    expect(status(host)).to_have_text("Your turn")
     guest.context.set_offline(False)
     expect(detail["host"]).to_have_text("Ben is back")
     guest.locator("#resign").click()
@@ -202,12 +207,20 @@ def test_a_watcher_sees_names_no_settings_and_nothing_it_cannot_use(open_page):
     expect(watcher.locator("#rematch")).to_be_hidden()
 
 
-def test_changing_the_ai_level_in_the_first_moves_is_no_loss_and_no_question(open_page):
+def test_changing_the_ai_level_in_the_first_moves_asks_and_is_no_loss(open_page):
+    """Before: one move each, then another level, and the board emptied without a question."""
     page = open_page("Pixel 7")
     expect(status(page)).to_have_text("Your turn")
     cell(page, 4).tap()
     expect(page.locator(".cell[data-mark='O']")).to_have_count(1)
     choose(page, "level", "hard")
+    dialog = page.get_by_role("dialog", name="Leave this game?")
+    expect(dialog.locator("[data-leave='text']")).to_have_text(
+        "The game is not counted: nobody wins.")
+    dialog.locator("[data-leave='stay']").tap()  # stays: the game and its marks are still there
+    expect(cell(page, 4)).to_have_attribute("data-mark", "X")
+    choose(page, "level", "hard")
+    page.get_by_role("dialog").locator("[data-leave='go']").tap()
     expect(page.locator("#detail")).to_have_text("The game you left was not counted")
     expect(page.get_by_role("dialog")).to_be_hidden()
     expect(page.locator("#record tr[data-level='easy'] [data-stat='losses']")).to_have_text("0")

@@ -24,18 +24,14 @@ from ttt.bots import (
     check_about,
     check_name,
     check_variants,
-    elo,
     hash_token,
     new_player_id,
     new_token,
-    outcome_of,
 )
-from ttt.replies import N_
+from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
-
-TAKEN = N_("that bot name is taken")
 
 
 class Book(Protocol):
@@ -94,20 +90,6 @@ def register(book: Book, store: Any, name: Any, about: Any, owner: str, maker: s
     book.add(bot, limit)
     store.set_name(bot.player, name)  # the name its seats show, like a person's
     return bot, token
-
-
-def too_many_bots(limit: int) -> BotError:
-    return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
-
-
-def apply_result(x: Bot, o: Bot, winner: str | None, variant: str = "classic") -> None:
-    """Apply one game's result to both bots (in place), in that variant's rating."""
-    score = 0.5 if winner is None else 1.0 if winner == "X" else 0.0
-    rx, ro = elo(x.rating_in(variant), o.rating_in(variant), score)
-    x.set_rating(variant, rx)
-    o.set_rating(variant, ro)
-    x.vs_bots[outcome_of(winner, "X")] = x.vs_bots.get(outcome_of(winner, "X"), 0) + 1
-    o.vs_bots[outcome_of(winner, "O")] = o.vs_bots.get(outcome_of(winner, "O"), 0) + 1
 
 
 class MemoryBook:
@@ -343,36 +325,17 @@ class SqliteBook:
 
 
 def open_book(store: Any) -> Book:
-    """The bot book beside a game store (the same SQLite file or Redis database)."""
-    store = getattr(store, "wrapped", store)  # a MeteredStore counts calls to the real one
-    kind = type(store).__name__
-    if kind == "SqliteStore":
-        return SqliteBook(store.path)
-    if kind == "RedisStore":
-        from ttt.bots.redis_book import RedisBook
+    """The bot book beside a game store, chosen by the store's URL (the same SQLite file or
+    Redis database; a store that names no URL keeps its bots in memory)."""
+    return book_at(getattr(store, "url", "memory://"))
 
-        return Answering(RedisBook(store.url))
+
+def book_at(url: str) -> Book:
+    """The bot book at a store URL: memory://, sqlite:///path or redis://host:port/db."""
+    if url.startswith("sqlite:///"):
+        return SqliteBook(url.removeprefix("sqlite:///"))
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from ttt.bots.redis_book import open_redis_book
+
+        return open_redis_book(url)
     return MemoryBook()
-
-
-class Answering:
-    """A Redis book whose lost connection is StoreUnavailable, on every call: the bot API
-    answers 503 `unavailable` rather than an HTML 500 from `by_token` before its handler."""
-
-    def __init__(self, book: Any) -> None:
-        self._book = book
-
-    def __getattr__(self, name: str) -> Any:
-        import redis
-
-        attribute = getattr(self._book, name)
-        if not callable(attribute):
-            return attribute
-
-        def answering(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attribute(*args, **kwargs)
-            except (redis.ConnectionError, redis.TimeoutError) as error:
-                raise StoreUnavailable(f"the bot book: {error}") from error
-
-        return answering

@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from ttt.bots import Bot, BotError
-from ttt.bots.book import TAKEN, apply_result, too_many_bots
+from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
+from ttt.store import StoreUnavailable
 
 # KEYS: name, id, token, the set of all, the maker's set of live bots.
 # ARGV: player id, body, the maker's cap (0: none), whether the maker's set counts it.
@@ -25,6 +26,11 @@ redis.call('SADD', KEYS[4], ARGV[1])
 if ARGV[4] == '1' then redis.call('SADD', KEYS[5], ARGV[1]) end
 return 'ok'
 """
+
+
+def open_redis_book(url: str) -> Answering:
+    """The bot book in the Redis database at that URL, its lost connection unavailable."""
+    return Answering(RedisBook(url))
 
 
 class RedisBook:
@@ -149,3 +155,26 @@ class RedisBook:
             return True
 
         return self._change([x, o], change)
+
+
+class Answering:
+    """A Redis book whose lost connection is StoreUnavailable, on every call: the bot API
+    answers 503 `unavailable` rather than an HTML 500 from `by_token` before its handler."""
+
+    def __init__(self, book: Any) -> None:
+        self._book = book
+
+    def __getattr__(self, name: str) -> Any:
+        import redis
+
+        attribute = getattr(self._book, name)
+        if not callable(attribute):
+            return attribute
+
+        def answering(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                raise StoreUnavailable(f"the bot book: {error}") from error
+
+        return answering

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ttt.match import Match
-from ttt.store import (
+from ttt.store.base import (
     CapReached,
     Caps,
     Change,
@@ -22,6 +22,8 @@ from ttt.store import (
 
 class MemoryStore:
     """A dict of matches behind one lock."""
+
+    url = "memory://"  # where it lives: what sits beside it (the bot book) opens there too
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

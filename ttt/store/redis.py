@@ -26,7 +26,8 @@ import redis
 
 from ttt import build
 from ttt.match import Match
-from ttt.store import (
+from ttt.store import redis_kinds
+from ttt.store.base import (
     MAX_RETRIES,
     OUTCOMES,
     CapReached,
@@ -36,7 +37,6 @@ from ttt.store import (
     StoreUnavailable,
     as_update,
     empty_record,
-    redis_kinds,
 )
 from ttt.store.codec import from_json, to_json
 from ttt.store.redis_keys import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ttt.store import KINDS
+from ttt.store.base import KINDS
 
 PREFIX = "ttt:"
 LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change

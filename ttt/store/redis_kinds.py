@@ -12,7 +12,7 @@ import json
 
 import redis
 
-from ttt.store import KINDS, by_kind
+from ttt.store.base import KINDS, by_kind
 from ttt.store.codec import from_json
 from ttt.store.redis_keys import KIND_INDEXES, LIVE, game_key, kind_key
 

@@ -21,7 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 
 from ttt.match import Match
-from ttt.store import (
+from ttt.store.base import (
     CapReached,
     Caps,
     Change,
@@ -61,6 +61,7 @@ class SqliteStore:
 
     def __init__(self, path: str, pool_size: int = 8) -> None:
         self.path = path
+        self.url = f"sqlite:///{path}"  # the bot book opens beside it, in the same file
         if path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             # Owner-only, like the secret key beside it; SQLite gives its -wal and -shm

@@ -11,14 +11,14 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app
-from flask_socketio import SocketIO
+from flask import Flask
 
 from ttt import workers
 from ttt.limits import open_limiter
-from ttt.store import Store, open_store
+from ttt.store import open_store
 from ttt.table import Limits, Table
 from ttt.web import logs, settings
+from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
 from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue
 from ttt.web.presence import MemorySeats, Presence, RedisSeats
 
@@ -70,11 +70,11 @@ def _init_presence(app: Flask) -> None:
 
 def _init_table(app: Flask) -> None:
     """The master, with the house's limits, the bots' referee and the AI's thinker."""
-    from ttt.web import api
+    from ttt.web import botsite
 
     config = app.config
     limited = config["TTT_RATE_LIMIT"] > 0  # 0: benchmarks and trusted bots, no limit at all
-    table = Table(api.referee(app, app.extensions["ttt_store"]), app.extensions["ttt_presence"],
+    table = Table(botsite.referee(app, app.extensions["ttt_store"]), app.extensions["ttt_presence"],
                   limits=Limits(
                       claim_after=float(config["TTT_CLAIM_AFTER"]),
                       live_per_player=config["TTT_MAX_LIVE_PER_PLAYER"],
@@ -88,17 +88,3 @@ def _init_table(app: Flask) -> None:
     watch_queue(table.thinker)
     app.extensions["ttt_table"] = table
 
-
-def get_store() -> Store:
-    """The store of the current app."""
-    return current_app.extensions["ttt_store"]
-
-
-def get_socketio(app: Flask | None = None) -> SocketIO:
-    """The SocketIO object of an app."""
-    return (app or current_app).extensions["ttt_socketio"]
-
-
-def get_table(app: Flask | None = None) -> Table:
-    """The master of an app."""
-    return (app or current_app).extensions["ttt_table"]

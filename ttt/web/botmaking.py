@@ -30,7 +30,7 @@ from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_var
 from ttt.bots.book import register
 from ttt.replies import N_
 from ttt.table import refusal
-from ttt.web.api import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
 from ttt.web.i18n import said

@@ -28,7 +28,7 @@ from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
 from ttt.replies import N_
 from ttt.table import refusal, valid_id
-from ttt.web.api import (
+from ttt.web.botkit import (
     NOT_JSON,
     answer,
     book,
@@ -154,7 +154,8 @@ def play(name: str):
     if not presence.connect(sid, person, 2.0, address):
         return render_template("bot.html", bot=card(bot), error=_("Too many tabs open.")), 429
     try:
-        made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant},
+        made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant,
+                                    "from": None},  # no game of the person is left
                    limited=False)
         if not made.get("ok"):
             return render_template("bot.html", bot=card(bot),

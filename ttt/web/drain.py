@@ -92,7 +92,7 @@ class Drain:
         while True:
             sessions = engine_hooks.sessions(server)
             late = time.monotonic() > deadline
-            named = {eio_sid: sid for sid, eio_sid in server.manager.get_participants("/", None)}
+            named = engine_hooks.connections_by_session(server)
             waiting = forced = 0
             for eio_sid in sessions:
                 sid = named.get(eio_sid)

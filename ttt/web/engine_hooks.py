@@ -23,7 +23,7 @@ from importlib import metadata
 from typing import Any
 
 from engineio import socket as eio_socket
-from socketio import PubSubManager, RedisManager
+from socketio import Manager, PubSubManager, RedisManager
 
 #: The minor versions the hooks were written against (pyproject.toml pins them with ~=).
 WRITTEN_FOR = {"python-engineio": "4.15", "python-socketio": "5.18"}
@@ -80,7 +80,45 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
      and callable(getattr(server.manager, "get_namespaces", None))),
     ("python-socketio", "RedisManager._redis_listen_with_retries/_redis_connect",
      lambda server: _redis_listener_hook()),
+    ("python-socketio", "BaseManager.get_participants yields (sid, eio_sid)",
+     lambda server: _participants_hook(server)),
+    ("python-socketio", "PubSubManager.emit(ignore_queue=True)",
+     lambda server: _ignore_queue_hook(server)),
 )
+
+
+def _participants_hook(server: Any) -> bool:
+    """`get_participants` is public, but the pairs it yields are its bidict's items: a
+    connection joined on a probe manager must come back as (its sid, its Engine.IO sid)."""
+    manager_class = type(server.manager)
+    if getattr(manager_class, "get_participants", None) is not Manager.get_participants:
+        return False  # the server's manager answers in its own way: not the one probed
+    probe = Manager()
+    probe.set_server(server)
+    sid = probe.connect("ttt-hook-probe", "/")
+    return list(probe.get_participants("/", None)) == [(sid, "ttt-hook-probe")]
+
+
+class _QueueProbe(PubSubManager):
+    """A message-queue manager that publishes into a list (never to a real queue)."""
+
+    def __init__(self) -> None:
+        super().__init__(channel="ttt-hook-probe", write_only=True)
+        self.published: list[Any] = []
+
+    def _publish(self, data: Any) -> None:
+        self.published.append(data)
+
+
+def _ignore_queue_hook(server: Any) -> bool:
+    """`PubSubManager.emit` reads the undocumented `ignore_queue` from its **kwargs: with it,
+    an emit stays in this process; without it, it goes to the queue."""
+    probe = _QueueProbe()
+    probe.set_server(server)
+    probe.emit("probe", {}, "/", room="ttt-hook-probe", ignore_queue=True)
+    kept_here = probe.published == []
+    probe.emit("probe", {}, "/", room="ttt-hook-probe")
+    return kept_here and len(probe.published) == 1
 
 
 def _redis_listener_hook() -> bool:
@@ -231,6 +269,12 @@ def room_members(server: Any, room: str, namespace: str = "/") -> Collection[str
     return server.manager.rooms.get(namespace, {}).get(room, {})
 
 
+def connections_by_session(server: Any, namespace: str = "/") -> dict[str, str]:
+    """This process's Socket.IO connections of a namespace, {Engine.IO sid: Socket.IO sid}
+    (what the drain needs to close a session once its connection's event is answered)."""
+    return {eio_sid: sid for sid, eio_sid in server.manager.get_participants(namespace, None)}
+
+
 # --- the message queue ---------------------------------------------------------------------------
 
 def on_queue_emit(server: Any, heard: Callable[[dict], bool]) -> None:
@@ -243,6 +287,15 @@ def on_queue_emit(server: Any, heard: Callable[[dict], bool]) -> None:
         return None if heard(message) else handle(message)
 
     manager._handle_emit = hear
+
+
+def emit_here(server: Any, event: str, data: Any, room: str, skip_sid: list[str]) -> None:
+    """Emit to this process's members of a room only, never through the message queue: a
+    push heard from the queue and re-sent here in each member's protocol form must not go
+    round the queue again. With no queue, a plain emit is already local."""
+    manager = server.manager
+    local = {"ignore_queue": True} if isinstance(manager, PubSubManager) else {}
+    manager.emit(event, data, "/", room=room, skip_sid=skip_sid, **local)
 
 
 def local_rooms(server: Any, namespace: str = "/") -> list[str]:

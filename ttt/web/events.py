@@ -16,6 +16,7 @@ from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
 from ttt.web.admission import address_of
 from ttt.web.engine_hooks import room_members
+from ttt.web.extensions import hub_of
 from ttt.web.metrics import refused_connection, unhandled
 
 log = logging.getLogger("ttt.events")
@@ -29,7 +30,7 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
     """
     server = socketio.server
     local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
-    bots = getattr(socketio, "ttt_bots", None)  # the bot streams' hub (ttt.web.hub)
+    bots = hub_of(socketio)  # the bot streams' hub (ttt.web.hub), kept in app.extensions
     for push in pushes:
         skip = sender if push.skip_sender else None
         if local and not (bots and bots.hears(push.room)):

@@ -58,6 +58,12 @@ def _leases_and_purges(app: Flask) -> None:
             now = time.time()
             if now - last_purge >= config["TTT_PURGE_EVERY"]:
                 last_purge = now
+                # A closed tab does not escape the leaving rule: an AI game left untouched
+                # ends by it (a loss from the person's second move), before any purge.
+                table: Table = app.extensions["ttt_table"]
+                if left := table.leave_idle(now - config["TTT_AI_LEFT_AFTER"]):
+                    emit_all(socketio, left)
+                    log.info("ended the AI games left untouched for TTT_AI_LEFT_AFTER")
                 gone = store.purge(now - config["TTT_FINISHED_TTL"],
                                    now - config["TTT_IDLE_TTL"],
                                    now - config["TTT_UNTOUCHED_TTL"])

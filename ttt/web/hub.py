@@ -365,19 +365,17 @@ class Hub:
         game = body.get("game") if isinstance(body.get("game"), dict) else body
         if not game.get("bot_seats"):
             return False
-        manager = self.socketio.server.manager
-        members = engine_hooks.room_members(self.socketio.server, push.room)
+        server = self.socketio.server
+        members = engine_hooks.room_members(server, push.room)
         newer = [sid for sid in members
                  if getattr(self.presence.connection(sid), "protocol", 2) >= 3]
         if not newer:
             return False
         older = [sid for sid in members if sid not in newer]
-        local = {"ignore_queue": True} if self.shared else {}
         if older:
-            manager.emit(push.event, body, "/", room=push.room, skip_sid=[*skip, *newer],
-                         **local)
+            engine_hooks.emit_here(server, push.event, body, push.room, [*skip, *newer])
         v3 = v3_names(body) if "bot_seats" in body else v3_answer(body)
-        manager.emit(push.event, v3, "/", room=push.room, skip_sid=[*skip, *older], **local)
+        engine_hooks.emit_here(server, push.event, v3, push.room, [*skip, *older])
         return True
 
     def _to_bots(self, push: Push, body: dict[str, Any], players: list[str]) -> None:

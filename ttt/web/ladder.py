@@ -20,7 +20,7 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_name, hash_token, same_hash
 from ttt.table import refusal, valid_id
-from ttt.web.api import (
+from ttt.web.botkit import (
     answer,
     book,
     connect,
@@ -81,7 +81,7 @@ def start():
     x, o = online_bot(body.get("x"), variant), online_bot(body.get("o"), variant)
     if x.player == o.player:
         raise BotError("bad_request", "a bot cannot play itself")
-    made = run(connect(x), "new_game", {"mode": "friend", "you": "X",
+    made = run(connect(x), "new_game", {"mode": "friend", "you": "X", "from": None,
                                         "variant": body.get("variant", "classic")},
                limited=False)
     if not made.get("ok"):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import io
+import json
 import re
 import secrets
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import segno
@@ -25,7 +29,8 @@ from werkzeug.exceptions import NotFound
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import get_store, get_table, health, i18n
+from ttt.web import health, i18n
+from ttt.web.extensions import get_store, get_table
 
 bp = Blueprint("pages", __name__)
 
@@ -40,10 +45,6 @@ ULTIMATE_MOVES = re.compile(r"[0-9]{1,2}(\.[0-9]{1,2}){0,80}", re.ASCII)
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; manifest-src 'self'; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-STATIC_CSP = "default-src 'self'; object-src 'none'; frame-ancestors 'none'"
-STATIC_TYPES = ("text/javascript", "application/javascript", "text/css")
 
 
 def ensure_player() -> str:
@@ -84,27 +85,30 @@ def from_this_site(required: bool = True) -> bool:
                                                       _origin(request.host_url)}
 
 
+# Static answers that are never a document: the page's scripts, its stylesheet, its icons.
+SUBRESOURCES = frozenset({"text/javascript", "application/javascript", "text/css", "image/png"})
+
+
 @bp.after_app_request
 def security_headers(response):
     """Headers on every answer: a strict CSP and friends."""
-    # A script's or a stylesheet's own CSP governs nothing (the page's does), except in a worker,
-    # for which only these directives count: the short form, the same rules there. A first load
-    # is two dozen static answers, and every language's catalog has to fit in it (issue 35).
-    static = request.endpoint == "static" and response.mimetype in STATIC_TYPES
-    response.headers.setdefault("Content-Security-Policy", STATIC_CSP if static else CSP)
+    if not (request.endpoint == "static" and response.mimetype in SUBRESOURCES):
+        # A document's policies; a script, a stylesheet or a picture is no document (the
+        # browser ignores them there), and a first load is two dozen of those (issue 30).
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers["X-Frame-Options"] = "DENY"
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"
-    response.headers["X-Frame-Options"] = "DENY"
     response.headers.setdefault("Cache-Control", "no-cache")
     if request.endpoint == "static":
         # send_file's Content-Disposition says nothing a script or a stylesheet needs, and its
         # Date comes again from the server: a first load is two dozen of these answers.
         response.headers.pop("Content-Disposition", None)
         response.headers.pop("Date", None)
-    if static:
-        # Nor do a script's or a stylesheet's X-Frame-Options, Accept-Ranges and Last-Modified
-        # (its ETag revalidates it): ~100 bytes of each of ~25 answers of a first load.
-        for name in ("X-Frame-Options", "Accept-Ranges", "Last-Modified"):
+    if request.endpoint == "static" and response.mimetype in SUBRESOURCES:
+        # Nor their Accept-Ranges and Last-Modified (the ETag revalidates): ~70 bytes of each
+        # of ~25 answers of a first load, where every language's catalog must fit (issue 35).
+        for name in ("Accept-Ranges", "Last-Modified"):
             response.headers.pop(name, None)
     return _compress(response)
 
@@ -237,6 +241,40 @@ def _watch_parts(state) -> None:
     """ttt_part_up{part} reads the same checks as /healthz at each scrape."""
     app = state.app
     app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
+
+
+# What the service worker keeps for the app to open offline (issue 30): the page shell and
+# the static files a game needs. Not the large icons (the browser has them once installed).
+PRECACHE_STATIC = ("css/app.css", "vendor/socket.io.esm.min.js", "icons/icon-192.png")
+
+
+def precache_paths(static: Path) -> list[str]:
+    """The URLs the service worker precaches: "/", the manifest and the static files."""
+    scripts = sorted(f"js/{path.name}" for path in (static / "js").glob("*.js"))
+    return ["/", "/manifest.webmanifest",
+            *(f"/static/{name}" for name in (*PRECACHE_STATIC, *scripts))]
+
+
+@functools.cache
+def service_worker(static_folder: str) -> str:
+    """static/sw.js with its VERSION (a hash of itself and of everything it precaches: a new
+    release is a new worker) and its PRECACHE list filled in. Built once per process."""
+    static = Path(static_folder)
+    paths = precache_paths(static)
+    digest = hashlib.sha256((static / "sw.js").read_bytes())
+    for path in paths:
+        if path.startswith("/static/"):
+            digest.update(path.encode() + b"\0" + (static / path[len("/static/"):]).read_bytes())
+    source = (static / "sw.js").read_text(encoding="utf-8")
+    return (source.replace('"__VERSION__"', json.dumps(digest.hexdigest()[:16]))
+            .replace("__PRECACHE__", json.dumps(paths)))
+
+
+@bp.get("/sw.js")
+def sw():
+    """The service worker, at the root so that its scope is the whole site."""
+    return service_worker(current_app.static_folder), 200, {
+        "Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "no-cache"}
 
 
 @bp.get("/healthz")

@@ -70,6 +70,7 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_FINISHED_TTL=7 * 24 * 3600,    # finished games stay replayable for a week
     TTT_IDLE_TTL=30 * 24 * 3600,       # a game nobody touched for 30 days is abandoned
     TTT_PURGE_EVERY=600,
+    TTT_AI_LEFT_AFTER=24 * 3600,       # an AI game untouched this long is left (PROTOCOL v4)
     TTT_AI_WORKERS=None,               # search processes: None, the cores but one; 0 inline
     TTT_AI_QUEUE=None,                 # redis://...: searches go to `python -m ttt worker`s
     TTT_AI_QUEUE_MAX=None,             # queued evaluations before `busy` (4 per worker)
@@ -123,7 +124,7 @@ def _env_config() -> dict[str, Any]:
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
     for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS",
-                "TTT_BOT_CREATE_RATE"):
+                "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",

@@ -10,6 +10,7 @@ from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
 
 from ttt.web.admission import Admission
+from ttt.web.extensions import keep_socketio
 from ttt.web.metrics import refused_connection
 
 
@@ -55,9 +56,12 @@ class _NoClientTracebacks(logging.Filter):
 
 
 def _in_decode(tb: Any) -> bool:
-    """Whether the exception was raised while decoding a packet (the client's bytes)."""
+    """Whether the exception was raised while decoding a packet (the client's bytes), or
+    raised by python-socketio's packet dispatch itself for a packet type a client may not
+    send (a CONNECT_ERROR, an unknown type): both are the client's bytes, not our bug."""
     while tb is not None:
-        if tb.tb_frame.f_code.co_name == "decode":
+        name = tb.tb_frame.f_code.co_name
+        if name == "decode" or (name == "_handle_eio_message" and tb.tb_next is None):
             return True
         tb = tb.tb_next
     return False
@@ -72,7 +76,7 @@ def _quiet_client_errors() -> None:
 
 def init_app(app: Flask) -> SocketIO:
     """One SocketIO for the app (kept in app.extensions), its handlers and its WSGI layers."""
-    from ttt.web import api, drain, events, transport
+    from ttt.web import botsite, drain, events, transport
 
     socketio = SocketIO(
         app,
@@ -93,7 +97,7 @@ def init_app(app: Flask) -> SocketIO:
     table = app.extensions["ttt_table"]
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
     transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
-    api.install(app, socketio, table)
+    botsite.install(app, socketio, table)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
         app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
@@ -102,5 +106,5 @@ def init_app(app: Flask) -> SocketIO:
         held=app.extensions["ttt_presence"].connections_of, origin=table.origin,
         counted=refused_connection)
     _quiet_client_errors()
-    app.extensions["ttt_socketio"] = socketio
+    keep_socketio(app, socketio)
     return socketio

@@ -1,0 +1,27 @@
+"""What every bot book decides the same way, whichever store it sits in: the words of a taken
+name and of a full maker, and how one game's result moves two bots' ratings.
+
+Its own module so each backend (`ttt.bots.book`, `ttt.bots.redis_book`) imports it and none
+imports another back (tests/test_import_cycles.py).
+"""
+
+from __future__ import annotations
+
+from ttt.bots import Bot, BotError, elo, outcome_of
+from ttt.replies import N_
+
+TAKEN = N_("that bot name is taken")
+
+
+def too_many_bots(limit: int) -> BotError:
+    return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
+
+
+def apply_result(x: Bot, o: Bot, winner: str | None, variant: str = "classic") -> None:
+    """Apply one game's result to both bots (in place), in that variant's rating."""
+    score = 0.5 if winner is None else 1.0 if winner == "X" else 0.0
+    rx, ro = elo(x.rating_in(variant), o.rating_in(variant), score)
+    x.set_rating(variant, rx)
+    o.set_rating(variant, ro)
+    x.vs_bots[outcome_of(winner, "X")] = x.vs_bots.get(outcome_of(winner, "X"), 0) + 1
+    o.vs_bots[outcome_of(winner, "O")] = o.vs_bots.get(outcome_of(winner, "O"), 0) + 1

@@ -1,0 +1,39 @@
+"""The bot side of the site put together: the book and the referee beside the game store,
+the hub every push goes through (kept in `app.extensions`), the API and the bot pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+from flask_socketio import SocketIO
+
+from ttt.bots.book import open_book
+from ttt.bots.referee import MOVE_SECONDS, Referee
+from ttt.table import Table
+from ttt.web import api, botmaking, botpages, ladder
+from ttt.web.extensions import keep_hub
+from ttt.web.hub import Hub
+
+MAX_GAMES = 10   # live games a bot may sit in at once
+
+
+def referee(app: Flask, store: Any) -> Referee:
+    """The game store with bot deadlines and ratings; its book kept in the app."""
+    book = open_book(store)
+    app.extensions["ttt_bots_book"] = book
+    seconds = float(app.config.get("TTT_BOT_MOVE_SECONDS", MOVE_SECONDS))
+    return Referee(store, book, seconds)
+
+
+def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
+    """Register the API and the bot pages; hand every push to the bots' hub."""
+    hub = Hub(socketio, table, app.extensions["ttt_bots_book"])
+    keep_hub(app, hub)  # emit_all hands every push to it from now on
+    app.config.setdefault("TTT_BOT_MAX_GAMES", MAX_GAMES)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(botpages.bp)
+    app.register_blueprint(botmaking.bp)
+    app.register_blueprint(ladder.bp)
+    return hub
