@@ -2,7 +2,6 @@
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
 import { cellsWords } from "./squares.js";
-import { adviceWords } from "./words.js";
 import { t, tn } from "./i18n.js";
 import { createReviewer } from "./reviewer.js";
 
@@ -176,13 +175,15 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     async hint(show) {
       const { game, busy } = now();
       if (!game || busy || !game.can?.includes("hint")) return;
+      const lessons = import("./lessons.js"); // the advice in words, fetched beside the answer
       const answer = await call("hint", { game: game.id });
       if (!answer.ok) {
         notice(refusal(answer.error, "hint"));
         return;
       }
-      if (now().game?.id !== game.id) return;
       // The sentence that teaches, in the page's words from the answer's moves (else the server's).
+      const { adviceWords } = await lessons;
+      if (now().game?.id !== game.id) return;
       const advice = adviceWords(answer);
       state.hint = { id: game.id, version: answer.game.version, cells: answer.best, advice };
       show(answer.game);

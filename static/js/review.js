@@ -2,7 +2,6 @@
 // keys, the moves, each side's first mistake, and a link to the replay.
 import { modified, onPage, typing } from "./board.js";
 import { moveWords, squareWords } from "./squares.js";
-import { mistakeWords } from "./words.js";
 import { number as formatted, t } from "./i18n.js";
 
 /** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
@@ -117,7 +116,9 @@ export function createReview(root, { onStep, onShow, onTry }) {
   let sides = []; // who made each move of the game on the card
   let variant = "classic"; // of the game on the card: how its cells are named
 
-  function setMistake(side, mistake, who) {
+  let lessons = null; // lessons.js (the mistakes in words): asked for once a review opens
+
+  function setMistake(side, mistake, who, mistakeWords = null) {
     const block = blocks[side];
     block.querySelector('[data-review="who"]').textContent = who ? `${side} · ${who}` : side;
     block.querySelector('[data-review="text"]').textContent = mistake ? mistakeWords(mistake)
@@ -134,6 +135,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
     open({ moves, sides: movers, summary: line, names = {}, href, variant: kind = "classic" }) {
       const key = moves.join(".");
       const fresh = root.dataset.key !== key;
+      lessons ??= import("./lessons.js");
       root.dataset.key = key;
       sides = movers;
       variant = kind;
@@ -158,11 +160,16 @@ export function createReview(root, { onStep, onShow, onTry }) {
 
     /** Mark each side's first mistake (the `review` of the analyze answer). */
     fill(review, names = {}) {
-      for (const side of ["X", "O"]) {
-        const mistake = review[side];
-        setMistake(side, mistake, names[side]);
-        if (mistake) flagItem(list.querySelector(`[data-ply="${mistake.ply + 1}"]`));
-      }
+      const key = root.dataset.key;
+      lessons ??= import("./lessons.js");
+      lessons.then(({ mistakeWords }) => {
+        if (root.dataset.key !== key) return; // another game's card by now
+        for (const side of ["X", "O"]) {
+          const mistake = review[side];
+          setMistake(side, mistake, names[side], mistakeWords);
+          if (mistake) flagItem(list.querySelector(`[data-ply="${mistake.ply + 1}"]`));
+        }
+      });
     },
 
     /** Say the review could not be loaded (it is asked again on the next change). */

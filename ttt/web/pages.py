@@ -245,7 +245,8 @@ def _watch_parts(state) -> None:
 
 # What the service worker keeps for the app to open offline (issue 30): the page shell and
 # the static files a game needs. Not the large icons (the browser has them once installed).
-PRECACHE_STATIC = ("css/app.css", "vendor/socket.io.esm.min.js", "icons/icon-192.png")
+PRECACHE_STATIC = ("css/app.css", "css/rtl.css", "vendor/socket.io.esm.min.js",
+                   "icons/icon-192.png")
 
 
 def precache_paths(static: Path) -> list[str]:
