@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
+.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -100,6 +100,10 @@ bench-deploy: $(STAMP) system
 # ultimate hard moves/s with 1, 2, 4 worker processes and through the Redis queue (issue 19).
 bench-ai-load: $(STAMP) system
 	$(PY) -m bench.ai_load $(ARGS)
+
+# A crowd of addresses against the Ultimate AI: the honest player's wait, busy answers (issue 33).
+bench-ai-crowd: $(STAMP) system
+	$(PY) -m bench.ai_crowd $(ARGS)
 
 # What a /metrics scrape costs SQLite and Redis with 100,000 live games (needs redis-server).
 bench-scrape: $(STAMP) system

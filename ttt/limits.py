@@ -15,6 +15,7 @@ every event is refused as `unavailable` anyway.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 import time
@@ -25,6 +26,21 @@ log = logging.getLogger("ttt.limits")
 
 LEASE_SECONDS = 30.0
 PREFIX = "ttt:limit:"
+
+
+def prefix_of(address: str) -> str:
+    """What counts as one address: an IPv4 address whole, an IPv6 address by its /64 (one
+    home or one phone gets a whole /64: counting its addresses apart would be counting none),
+    an IPv4-mapped IPv6 address as its IPv4 one. Anything else (a test's name) as it is."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(parsed)
 
 
 class Limiter(Protocol):

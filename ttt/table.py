@@ -22,7 +22,7 @@ from ttt.ai_turns import AiTurns
 from ttt.clocks import Clocks
 from ttt.endgame import Endgame
 from ttt.endings import abandon, leave
-from ttt.limits import Limiter, MemoryLimiter
+from ttt.limits import Limiter, MemoryLimiter, prefix_of
 from ttt.match import (
     CLOCKS,
     MODES,
@@ -43,7 +43,7 @@ from ttt.match import (
 from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
 from ttt.replies import N_, Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
-from ttt.thinker import Inline, Thinker
+from ttt.thinker import Inline, Task, Thinker
 from ttt.variants import VARIANTS
 from ttt.views import REACTIONS
 
@@ -51,6 +51,39 @@ from ttt.views import REACTIONS
 __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refusal", "room",
            "valid_id"]
 
+
+
+# A shared address (a school, a carrier's NAT) makes this many persons' worth of new games a
+# minute; its newcomers (cookies that have not played yet) together make one person's worth.
+PEOPLE_PER_ADDRESS = 10
+NEWCOMERS_PER_ADDRESS = 1
+PLAYED_LOOKS = 4  # live games besides the shown one looked at for a move of the person's
+
+
+def _moved(match: Match, player: str) -> bool:
+    """Whether `player` made a move in `match` (X moves first; a preset start is nobody's)."""
+    role = match.role(player)
+    played = range(match.start, len(match.moves))
+    if role == "both":
+        return bool(played)
+    return role in SIDES and any((i % 2 == 0) == (role == "X") for i in played)
+
+
+def _cap_words(cap: CapReached) -> str:
+    """Which live-game cap refused a new game, said."""
+    if getattr(cap, "per_address", False):
+        return N_("too many unfinished games from your address (a shared network): finish some")
+    if cap.per_player:
+        return N_("you have too many unfinished games")
+    return N_("the server is full; try again in a moment")
+
+
+class Crowded(MatchError):
+    """A new game the AI has no room for now: `busy`, with the levels that still start."""
+
+    def __init__(self, message: str, available: list[str]) -> None:
+        super().__init__("busy", message)
+        self.available = available
 
 
 @dataclass(frozen=True)
@@ -65,6 +98,11 @@ class Limits:
     reaction_every: float = 1.0         # seconds between one player's reactions
     outage_after: float = 5.0           # seconds with no server seen up that clocks get back
     renames_per_minute: float = 10.0    # per player, bursts of as many
+    # Friend games nobody joined yet (they expire after TTT_UNTOUCHED_TTL, 30 min): a few per
+    # person live at once, and so many made per half hour from one address (a class of 30
+    # each sharing a link fits). With creations_per_minute 0 (benchmarks): no limit.
+    unjoined_per_player: int = 10
+    unjoined_per_address: float = 60.0
     rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
@@ -101,6 +139,7 @@ class Table(AiTurns, Endgame, Clocks):
         """A keyed hash of a client address: enough to count by, no address kept."""
         if not address:
             return None
+        address = prefix_of(address)  # an IPv6 /64 is one address (one home, one phone)
         return hashlib.blake2b(address.encode(), key=self._salt, digest_size=8).hexdigest()
 
     # --- shared steps ------------------------------------------------------------------------
@@ -209,7 +248,11 @@ class Table(AiTurns, Endgame, Clocks):
         player = self._player(sid)
         leaving = self._leaving(player, payload)
         conn = self.presence.connection(sid)
-        self._take_creation(player, conn.address)
+        if level is not None:
+            self._room_for_ai(variant, level, conn.address)
+        self._take_creation(player, conn.address, new=True)
+        if mode == "friend":
+            self._room_for_unjoined(player, conn.address)
         name = self.store.name(player) if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
@@ -288,6 +331,19 @@ class Table(AiTurns, Endgame, Clocks):
                 pushes += self._changed(changed[1], self._credits(*changed))
         return pushes
 
+    def _room_for_ai(self, variant: str, level: str, address: str) -> None:
+        """Past the AI's capacity a new game at a slow level is refused `busy`, naming the
+        levels that still start, so the games already running keep a bounded wait."""
+        crowded = getattr(self.thinker, "crowded", None)
+        rules = VARIANTS[variant]
+        task = Task("move", variant, (), level)
+        if rules.instant_ai or crowded is None or not crowded(task, self.origin(address) or ""):
+            return
+        available = [other for other in rules.levels
+                     if not crowded(Task("move", variant, (), other), "", count=False)]
+        raise Crowded(f"the AI is at capacity: no new {level} games for now"
+                      + (f" (try {' or '.join(available)})" if available else ""), available)
+
     def _abandon_local(self, player: str, keep: str) -> list[Push]:
         """End the player's other unfinished pass-and-play games: a new game takes their
         screen, and nobody else can ever finish them (they would count against the caps for
@@ -313,9 +369,7 @@ class Table(AiTurns, Endgame, Clocks):
         try:
             yield
         except CapReached as cap:
-            raise MatchError("not_allowed", N_("you have too many unfinished games")
-                             if cap.per_player
-                             else N_("the server is full; try again in a moment")) from None
+            raise MatchError("not_allowed", _cap_words(cap)) from None
 
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
@@ -396,14 +450,67 @@ class Table(AiTurns, Endgame, Clocks):
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
 
-    def _take_creation(self, player: str, address: str) -> None:
-        """Count one new game (a rematch, a seat taken too) against the player's and the
-        address's rate."""
+    def _take_creation(self, player: str, address: str, new: bool = False) -> None:
+        """Count one new game (a rematch, a seat taken too): the person's own rate first and
+        strictest; then the address's, loose enough for a school or a carrier's NAT; a person
+        who has not played yet (a new cookie) also draws on the address's small allowance for
+        newcomers, so a flood of fresh cookies is held there and not by the people already
+        playing behind that address. Only a `new` game (not a seat in a friend's game, which
+        its maker paid for, nor a rematch, which follows a game) asks, outside any store
+        transaction (it reads the store). Each refusal names the limit that answered."""
         per_minute = self.limits.creations_per_minute
-        rate = per_minute / 60
-        if not (self.limiter.take(f"create:p:{player}", rate, per_minute)
-                and self.limiter.take(f"create:a:{self.origin(address)}", rate, per_minute)):
-            raise MatchError("rate_limited", "too many new games at once: wait a moment")
+        if per_minute <= 0:
+            return
+        origin = self.origin(address)
+        if not self.limiter.take(f"create:p:{player}", per_minute / 60, per_minute):
+            raise MatchError("rate_limited", "too many new games from you: wait a moment")
+        if origin is None:
+            return
+        if new and not self._has_played(player):
+            newcomers = per_minute * NEWCOMERS_PER_ADDRESS
+            if not self.limiter.take(f"create:new:{origin}", newcomers / 60, newcomers):
+                raise MatchError("rate_limited", "too many new games from new players at your "
+                                 "address: play a move first, or wait a moment")
+        shared = per_minute * PEOPLE_PER_ADDRESS
+        if not self.limiter.take(f"create:a:{origin}", shared / 60, shared):
+            raise MatchError("rate_limited", "too many new games from your address (a shared "
+                             "network): wait a moment")
+
+    def _room_for_unjoined(self, player: str, address: str) -> None:
+        """A friend game waits for its friend on a small allowance: the person's few open
+        links, then the address's; so strangers cannot fill the site with games nobody plays
+        (the global cap is left to games people join)."""
+        limits = self.limits
+        if limits.creations_per_minute <= 0:
+            return
+        waiting = 0
+        for game_id in self.store.live_games(player)[: limits.live_per_player]:
+            match = self.store.get(game_id)
+            if (match is not None and match.mode == "friend" and not match.is_over
+                    and None in match.seats.values()):
+                waiting += 1
+        if waiting >= limits.unjoined_per_player:
+            raise MatchError("not_allowed", N_("you have too many friend games nobody has joined "
+                                               "yet: share a link, or wait for them to expire"))
+        origin = self.origin(address)
+        per_address = limits.unjoined_per_address
+        if origin and not self.limiter.take(f"unjoined:a:{origin}", per_address / 1800,
+                                            per_address):
+            raise MatchError("rate_limited", "too many friend games waiting for a friend from "
+                             "your address: wait a moment")
+
+    def _has_played(self, player: str) -> bool:
+        """Whether the person has made a move: a game against the AI finished, or a move of
+        theirs in their shown game or a few live ones (bounded reads, at a creation only)."""
+        if any(any(counts.values()) for counts in self.store.record(player).values()):
+            return True
+        current = self.store.current(player)
+        for game_id in dict.fromkeys([*([current] if current else []),
+                                      *self.store.live_games(player)[:PLAYED_LOOKS]]):
+            match = self.store.get(game_id)
+            if match is not None and _moved(match, player):
+                return True
+        return False
 
     def set_name(self, sid: str, payload: dict) -> Reply:
         name = clean_name(payload.get("name"))
@@ -453,4 +560,7 @@ class Table(AiTurns, Endgame, Clocks):
         try:
             return getattr(self, event)(sid, payload)
         except MatchError as error:
-            return Reply(refusal(error.code, error.message))
+            answer = refusal(error.code, error.message)
+            if isinstance(error, Crowded):  # PROTOCOL v4: the levels that still start
+                answer["available"] = answer["error"]["available"] = error.available
+            return Reply(answer)

@@ -5,13 +5,17 @@ hints use too) and gets a `Ticket`; the search runs elsewhere: in worker process
 machine (`ttt.workers.ProcessRunner`) or on other machines through a Redis queue
 (`ttt.workers.QueueRunner`). The scheduler is the same for both:
 
-- one search at a time per player, and the queue served round-robin by client address, so
-  one address with many games or tabs gets its share and no more;
+- one search at a time per player, and the queue served round-robin by client address
+  prefix (the caller hashes an IPv4 address whole, an IPv6 one by its /64), then by game
+  inside a prefix, so one address with many games or tabs gets its share and no more;
 - `analyze` waits in a bounded queue or is refused (`Busy`); an AI move is never refused:
   it waits its turn, and the table lands it when it comes;
 - a repeated request costs nothing: evaluations are cached by position (LRU), and a second
   request for a search already queued or running (a `join` while the AI thinks) shares it;
-- the budget shrinks with the backlog, so nobody waits long; the ticket says what it got.
+- the budget shrinks with the number of prefixes in the rotation, down to a floor, so an AI
+  reply (the wait plus the search) stays within `REPLY_BOUND`; the ticket says what it got;
+- past capacity (more prefixes than the floor keeps within the bound) a *new* game at a slow
+  level is refused (`crowded`), so the games already running keep their bounded wait.
 
 Waiting uses `threading` primitives only: under gunicorn's gevent worker they are patched,
 so a greenlet waiting on a ticket yields the hub, and the drivers' pipes are cooperative.
@@ -33,6 +37,9 @@ log = logging.getLogger("ttt.thinker")
 
 ANALYZE_SECONDS = 0.4      # an evaluation's full budget (the ultimate variant's analyze)
 MIN_SECONDS = 0.1          # the least a search is given, however long the queue
+REPLY_BOUND = 1.5          # seconds an AI reply (its wait and its search) should stay within
+ACTIVE_SECONDS = 60.0      # a prefix whose AI game asked this recently is in the rotation
+OVERHEAD = 0.05            # a search's cost beyond its budget (pipes, set-up): learnt as it runs
 RETRIES = 3                # a task whose worker died this many times is given up
 
 
@@ -92,11 +99,11 @@ class Ticket:
     address: str
     key: Hashable
     budget: float | None = None
+    asked: float = 0.0                 # when it was queued (the scheduler's clock)
     result: Any = None
     error: str | None = None
     attempts: int = 0
     seconds: float = 0.0               # how long the search that answered took
-    queued: float = field(default_factory=time.monotonic)  # when it was asked (queue wait)
     callbacks: list[Callable[[Ticket], None]] = field(default_factory=list)
     _done: threading.Event = field(default_factory=threading.Event)
 
@@ -106,6 +113,12 @@ class Ticket:
     def wait(self, timeout: float | None = None) -> bool:
         """Whether it finished within `timeout` (cooperative under gevent)."""
         return self._done.wait(timeout)
+
+
+def _game(ticket: Ticket) -> Hashable:
+    """What a search is for, to take turns inside a prefix: a move's game, a player's
+    evaluations."""
+    return ticket.key[1] if ticket.task.kind == "move" else ("analyze", ticket.owner)
 
 
 class Thinker(Protocol):
@@ -150,9 +163,11 @@ class Scheduler:
 
     def __init__(self, runners: list[Runner], max_queue: int | None = None,
                  per_address: int | None = None, cache: int = 4096,
-                 capacity: Callable[[], int] | None = None) -> None:
+                 capacity: Callable[[], int] | None = None, slots: int | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.runners = runners
-        self.slots = max(1, len(runners))
+        self.slots = slots or max(1, len(runners))
+        self.clock = clock
         # How many searches really run at once, when the runners cannot know (remote workers
         # on a queue): asked now and then; budgets shrink by it rather than by the runners.
         self._capacity = capacity
@@ -164,6 +179,7 @@ class Scheduler:
         self._queues: OrderedDict[str, deque[Ticket]] = OrderedDict()  # by address, in turn
         self._queued = 0
         self._running: set[str] = set()          # owners with a search on a worker
+        self._searching: set[str] = set()        # prefixes with a search on a worker
         self._by_key: dict[Hashable, Ticket] = {}
         self._cache = _Memo(cache)
         self._budgets = _Memo(10_000)
@@ -172,8 +188,14 @@ class Scheduler:
         self._drivers: list[threading.Thread] = []
         self._closed = False
         self.searches = 0                        # searches run (tests count them)
-        # Told how long each search waited in the queue before a worker took it (metrics).
-        self.waited: Callable[[float], None] = lambda seconds: None
+        self._games_served = _Memo(10_000)       # game -> the turn it was last served
+        self._active: dict[str, float] = {}      # prefix -> when its slow AI game last asked
+        self._overhead = OVERHEAD
+        # The crowd's figures (the metrics read them): searches given less than their level's
+        # time, new games refused as crowded, and each search's wait for a worker.
+        self.reduced = 0
+        self.crowded_refusals = 0
+        self.on_wait: Callable[[float], None] = lambda seconds: None
 
     # --- asking ------------------------------------------------------------------------------
 
@@ -184,8 +206,31 @@ class Scheduler:
             ticket = self._by_key.get(("move", game, rev))
             if ticket is None:
                 ticket = Ticket(task, owner, address, ("move", game, rev), callbacks=[on_done])
+                if task.full_budget() > MIN_SECONDS:
+                    self._active[address] = self.clock()
                 self._enqueue(ticket)
             return ticket
+
+    def capacity(self) -> int:
+        """How many prefixes the rotation can hold with every search at the floor and every
+        reply still within `REPLY_BOUND`."""
+        in_a_row = int(REPLY_BOUND / (MIN_SECONDS + self._overhead))  # searches on one worker
+        return max(1, in_a_row * self._working)
+
+    def crowded(self, task: Task, address: str, count: bool = True) -> bool:
+        """Whether a *new* game whose AI searches like `task` would push the rotation past
+        capacity: refused then, so the games already running keep their bound. A level at the
+        floor's cost, or a prefix already in the rotation, always starts. `count`: a game is
+        being made (its prefix joins the rotation, a refusal is counted), else only asked."""
+        if task.full_budget() <= MIN_SECONDS:
+            return False
+        with self._lock:
+            now = self._prune()
+            room = address in self._active or len(self._active) < self.capacity()
+            if count and room:
+                self._active[address] = now  # held from the start: a crowd arrives at once
+            self.crowded_refusals += count and not room
+            return not room
 
     def analyze(self, task: Task, owner: str, address: str) -> Ticket:
         """An evaluation: from the cache, shared with the same one asked, or queued; Busy when
@@ -216,6 +261,7 @@ class Scheduler:
 
     def _enqueue(self, ticket: Ticket, first: bool = False) -> None:
         self._by_key[ticket.key] = ticket
+        ticket.asked = self.clock()
         line = self._queues.setdefault(ticket.address, deque())
         line.appendleft(ticket) if first else line.append(ticket)
         self._queued += 1
@@ -234,39 +280,75 @@ class Scheduler:
             self._drivers.append(driver)
             driver.start()
 
+    def _prune(self) -> float:
+        """Forget the prefixes whose slow AI games stopped asking; the time now."""
+        now = self.clock()
+        for prefix, seen in list(self._active.items()):
+            if now - seen > ACTIVE_SECONDS:
+                del self._active[prefix]
+        return now
+
     def _next(self) -> Ticket | None:
-        """The next ticket, round-robin over addresses, skipping players already searching."""
+        """The next ticket (waited for), or None once closed."""
         with self._lock:
             while not self._closed:
-                ready = self._ready()
-                if ready:
-                    # The address served longest ago (or never) goes first.
-                    _, address, ticket = min(ready, key=lambda r: r[0])
-                    self._turn += 1
-                    self._served.put(address, self._turn)
-                    line = self._queues[address]
-                    line.remove(ticket)
-                    if not line:
-                        del self._queues[address]
-                    self._queued -= 1
-                    self._running.add(ticket.owner)
-                    # Under load every search gets less time, so nobody waits long.
-                    backlog = self._queued + len(self._running)
-                    full = ticket.task.full_budget()
-                    ticket.budget = round(max(min(full, MIN_SECONDS),
-                                              full * min(1.0, self._working / backlog)), 2)
-                    if ticket.task.kind == "move":
-                        self._budgets.put(ticket.key[1], ticket.budget)
+                ticket = self._pick()
+                if ticket is not None:
                     return ticket
                 self._lock.wait()
             return None
 
+    def _pick(self) -> Ticket | None:
+        """The next ticket now, if any (under the lock): the prefix served longest ago (or
+        never) first, inside it the game served longest ago, skipping players already
+        searching; its budget set from the rotation's size."""
+        ready = self._ready()
+        if not ready:
+            return None
+        _, address, ticket = min(ready, key=lambda r: r[0])
+        self._turn += 1
+        self._served.put(address, self._turn)
+        self._games_served.put(_game(ticket), self._turn)
+        line = self._queues[address]
+        line.remove(ticket)
+        if not line:
+            del self._queues[address]
+        self._queued -= 1
+        self._running.add(ticket.owner)
+        self._searching.add(address)
+        ticket.budget = self._budget(ticket)
+        self.on_wait(max(0.0, self.clock() - ticket.asked))
+        if ticket.task.kind == "move":
+            self._budgets.put(ticket.key[1], ticket.budget)
+            self.reduced += ticket.budget < ticket.task.full_budget()
+        return ticket
+
+    def _budget(self, ticket: Ticket) -> float:
+        """The seconds this search gets: a turn of the rotation (every prefix with a search
+        queued or running, or whose slow game asked lately and will again: one search each)
+        fits in `REPLY_BOUND` on the workers there are, and a prefix's games share its seat
+        (its other searches waiting are served in its next turns); never under the floor,
+        never over the level's own time."""
+        full = ticket.task.full_budget()
+        self._prune()
+        prefixes = max(len(set(self._queues) | self._searching), len(self._active))
+        rounds = -(-max(1, prefixes) // self._working)  # searches in a row on one worker
+        own = 1 + len(self._queues.get(ticket.address, ()))  # this one and its prefix's others
+        fair = REPLY_BOUND / (rounds * own) - self._overhead
+        return round(max(min(full, MIN_SECONDS), min(full, fair)), 2)
+
     def _ready(self) -> list[tuple[int, str, Ticket]]:
-        """Each address's first ticket whose player has no search running, with its turn."""
+        """Each prefix's ticket to serve (its game served longest ago, whose player has no
+        search running), with the prefix's turn. A prefix has one search on a worker at a
+        time: eighty games behind one address take one seat of the rotation, not every
+        worker (a search already running cannot be cut short for someone who comes)."""
         ready = []
         for address, line in self._queues.items():
-            ticket = next((t for t in line if t.owner not in self._running), None)
-            if ticket is not None:
+            if address in self._searching:
+                continue
+            free = [t for t in line if t.owner not in self._running]
+            if free:
+                ticket = min(free, key=lambda t: self._games_served.get(_game(t)) or 0)
                 ready.append((self._served.get(address) or 0, address, ticket))
         return ready
 
@@ -289,8 +371,6 @@ class Scheduler:
                 return
             assert ticket.budget is not None
             started = time.monotonic()
-            if not ticket.attempts:  # a retried search waited once, when first asked
-                self.waited(started - ticket.queued)
             try:
                 result, error = runner.run(ticket.task.as_json(), ticket.budget), None
                 ticket.seconds = time.monotonic() - started
@@ -301,6 +381,7 @@ class Scheduler:
                 if ticket.attempts < RETRIES:
                     with self._lock:  # again, first in its address's line
                         self._running.discard(ticket.owner)
+                        self._searching.discard(ticket.address)
                         self._enqueue(ticket, first=True)
                     continue
                 result, error = None, f"worker lost: {lost}"
@@ -313,6 +394,10 @@ class Scheduler:
         ticket.result, ticket.error = result, error
         with self._lock:
             self.searches += error is None
+            if error is None and ticket.budget is not None and ticket.seconds:
+                # What a search costs beyond its budget, so the budgets leave room for it.
+                spent = max(0.0, ticket.seconds - ticket.budget)
+                self._overhead = min(0.5, 0.9 * self._overhead + 0.1 * spent)
             if error is None and ticket.task.kind == "analyze":
                 self._cache.put(ticket.key, result)
         ticket._done.set()
@@ -325,6 +410,7 @@ class Scheduler:
         # so a `join` in between shares this ticket rather than starting a second search.
         with self._lock:
             self._running.discard(ticket.owner)
+            self._searching.discard(ticket.address)
             self._by_key.pop(ticket.key, None)
             self._lock.notify_all()
 
@@ -347,6 +433,10 @@ class Inline(Scheduler):
 
     def __init__(self) -> None:
         super().__init__([])
+
+    def crowded(self, task: Task, address: str, count: bool = True) -> bool:
+        """Never: each search runs on its caller's thread."""
+        return False
 
     def _enqueue(self, ticket: Ticket, first: bool = False) -> None:
         ticket.budget = ticket.task.full_budget()

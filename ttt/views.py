@@ -71,8 +71,9 @@ class Views:
             game["bot_seats"] = bots
         if match.mode == "ai" and match.level and not match.rules.instant_ai:
             # The AI's seconds this move: less than its level's when the workers are busy.
-            game["budget"] = self.thinker.budget_of(match.id) or getattr(
-                match.rules.player(match.level), "seconds", None)
+            full = getattr(match.rules.player(match.level), "seconds", None)
+            game["budget"] = self.thinker.budget_of(match.id) or full
+            game["budget_full"] = full  # the level's own time: less in `budget` is a crowd
         return game
 
     @staticmethod

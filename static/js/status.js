@@ -2,6 +2,7 @@
 // words (the words themselves are in words.js and squares.js).
 import { boardWords } from "./squares.js";
 import { number, t } from "./i18n.js";
+import { levelWords } from "./words.js";
 
 // The page's words for each refusal's code: a person reads these, a program reads the code.
 const REFUSALS = {
@@ -34,6 +35,12 @@ export function refusalText(error, event, game = null) {
     const open = game.next === null || game.next === undefined;
     return open ? t("Not there — that board is closed")
       : t("Not there — play in {board}", { board: boardWords(game.next) });
+  }
+  if (code === "busy" && event === "new_game" && error?.message) {  // the levels that start
+    const levels = (error.available ?? []).map((level) => levelWords(level).toLowerCase());
+    const full = t("The AI is at capacity: no new games at this level for now");
+    return levels.length ? `${full} ${t("(try {levels})", { levels: levels.join(t(" or ")) })}`
+      : full;
   }
   if (code === "not_allowed") {
     // The server's reason, in English on the wire: the catalog has the page's words for it

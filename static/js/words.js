@@ -120,7 +120,10 @@ export function describe(game, you) {
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);
-  return game.mode === "ai" ? t("AI is thinking…") : t("{Friend}'s turn", { Friend });
+  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend });
+  // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
+  const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
+  return hurried ? t("AI is playing faster than usual…") : t("AI is thinking…");
 }
 
 /**

@@ -29,6 +29,7 @@ from ttt.bots import (
     new_token,
 )
 from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
+from ttt.bots.names import check_not_posing
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
@@ -84,6 +85,7 @@ def register(book: Book, store: Any, name: Any, about: Any, owner: str, maker: s
     its token, which is never kept: the caller shows it once."""
     name, about = check_name(name), check_about(about)
     variants = check_variants(list(variants) if isinstance(variants, tuple) else variants)
+    check_not_posing(name, (other.name for other in book.all()))  # ttt.bots.names
     token = new_token()
     bot = Bot(player=new_player_id(), name=name, token_hash=hash_token(token), about=about,
               owner=owner, maker=maker, created=time.time(), variants=variants)

@@ -49,11 +49,14 @@ class Caps:
 
 
 class CapReached(Exception):
-    """A create refused by its caps; `per_player` says which one."""
+    """A create refused by its caps; `per_player` says which one (`per_address`: the
+    creator's address's, a per-player cap of the '@' owner)."""
 
-    def __init__(self, per_player: bool) -> None:
-        super().__init__("per player" if per_player else "total")
+    def __init__(self, per_player: bool, per_address: bool = False) -> None:
+        super().__init__("per address" if per_address else
+                         "per player" if per_player else "total")
         self.per_player = per_player
+        self.per_address = per_address
 
 
 class StoreUnavailable(RuntimeError):

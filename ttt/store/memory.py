@@ -51,7 +51,7 @@ class MemoryStore:
         for who in match.owners():
             cap = caps.per_origin if who.startswith("@") else caps.per_player
             if cap and self._count_live(who) >= cap:
-                raise CapReached(per_player=True)
+                raise CapReached(per_player=True, per_address=who.startswith("@"))
         if self._count_live() >= caps.total:
             raise CapReached(per_player=False)
 

@@ -62,7 +62,7 @@ for i = 1, owners do
     if redis.call('EXISTS', ARGV[6] .. id) == 1 then live = live + 1
     else redis.call('ZREM', KEYS[3 + i], id) end  -- expired by its TTL
   end
-  if cap > 0 and live >= cap then return 1 end
+  if cap > 0 and live >= cap then return 2 + i end  -- which owner: a player or the address
 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 2 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
@@ -195,7 +195,8 @@ class RedisStore:
                   game_key(""), *(caps.per_origin if w.startswith("@") else caps.per_player
                                for w in owners)])
         if refused:
-            raise CapReached(per_player=refused == 1)
+            raise CapReached(per_player=refused != 2,
+                             per_address=refused > 2 and owners[refused - 3].startswith("@"))
         if match.deadline is not None:
             self.redis.zadd(DEADLINES, {match.id: match.deadline})
 
@@ -208,7 +209,7 @@ class RedisStore:
             cap = caps.per_origin if who.startswith("@") else caps.per_player
             ids = pipe.zrange(live_of(who), 0, -1)
             if cap and ids and pipe.exists(*(game_key(gid) for gid in ids)) >= cap:
-                raise CapReached(per_player=True)
+                raise CapReached(per_player=True, per_address=who.startswith("@"))
         if pipe.zcard(LIVE) >= caps.total:
             raise CapReached(per_player=False)
 

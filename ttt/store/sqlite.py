@@ -141,7 +141,7 @@ class SqliteStore:
         if caps.per_origin and match.origin and conn.execute(
                 "SELECT COUNT(*) FROM games WHERE live = 1 AND origin = ?",
                 (match.origin,)).fetchone()[0] >= caps.per_origin:
-            raise CapReached(per_player=True)
+            raise CapReached(per_player=True, per_address=True)
         if self._count_live(conn) >= caps.total:
             raise CapReached(per_player=False)
 

@@ -26,6 +26,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ttt.limits import prefix_of
+
 StartResponse = Callable[..., Any]
 
 log = logging.getLogger("ttt.admission")
@@ -77,7 +79,7 @@ class Admission:
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         if not (environ.get("PATH_INFO") or "").startswith(self.path):
             return self.wsgi_app(environ, start_response)
-        address = address_of(environ, self.trusted)
+        address = prefix_of(address_of(environ, self.trusted))  # an IPv6 /64 counts as one
         refusal = self._enter(address)
         if refusal is None and self._handshake(environ) and self._held_too_many(address):
             self._leave(address)

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_variants, hash_token
+from ttt.bots.caps import opponent_in
 from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
 from ttt.store import StoreUnavailable
@@ -92,7 +93,8 @@ def challenge(bot: Bot):
     if not isinstance(opponent, str):
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
     sid = connect(bot)
-    room_for(bot)
+    if not opponent.startswith("bot:"):  # against a bot: counted once it is known, below
+        room_for(bot)
     # A bot plays many games at once: a new one leaves none of them (PROTOCOL v4 `from`).
     event: dict[str, Any] = {"you": you, "variant": variant, "from": None}
     if clock is not None:
@@ -105,9 +107,11 @@ def challenge(bot: Bot):
         event["mode"] = "friend"
     else:
         raise BotError("bad_request", "opponent must be 'ai:<level>', 'bot:<name>' or 'link'")
-    other = opponent_bot(opponent, variant) if opponent.startswith("bot:") else None
+    other = opponent_bot(opponent, variant, bot.player) if opponent.startswith("bot:") else None
     if other is not None and other.player == bot.player:
         raise BotError("bad_request", "a bot cannot challenge itself")
+    if other is not None:
+        room_for(bot, other.player)
     made = run(sid, "new_game", event)
     if made.get("ok") and not rated:  # before anyone can end it: never counted
         book().mark_casual(made["game"]["id"])
@@ -128,7 +132,8 @@ def challenge(bot: Bot):
 @authenticated
 def reply_challenge(bot: Bot, game_id: str, verb: str):
     if verb == "accept":
-        room_for(bot)  # before the challenge is taken: a full bot may accept it later
+        # Before the challenge is taken: a full bot may accept it later.
+        room_for(bot, opponent_in(table().store, game_id, bot.player))
     if verb not in ("accept", "decline") or not book().answer(game_id, bot.player):
         raise BotError("not_found", "no such challenge")
     sid = connect(bot)
@@ -156,7 +161,7 @@ def act(bot: Bot, game_id: str, action: str):
         raise BotError("not_found", "no such action")
     body = {**payload(), "game": game_id}
     if action == "rematch":
-        room_for(bot)
+        room_for(bot, opponent_in(table().store, game_id, bot.player))
     done = run(connect(bot), action, body)
     if action == "rematch" and done.get("started"):
         seat_from(done, bot)

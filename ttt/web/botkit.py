@@ -17,6 +17,7 @@ from flask import Response, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, bot_answer, check_name, plays
 from ttt.bots.book import Book
+from ttt.bots.caps import room_for as room_in_caps
 from ttt.match import SIDES, MatchError
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
@@ -172,10 +173,11 @@ def seat_from(answer_: dict[str, Any], bot: Bot) -> None:
 
 
 
-def room_for(bot: Bot) -> None:
-    """Refuse a new game to a bot already at its cap of live games."""
-    if table().store.count_live(bot.player) >= current_app.config["TTT_BOT_MAX_GAMES"]:
-        raise BotError("not_allowed", f"{bot.name} sits in too many unfinished games")
+def room_for(bot: Bot, against: str | None = None) -> None:
+    """Refuse a new game to a bot at its cap of live games against people (`against` None),
+    or against bots, or against that bot (ttt.bots.caps: no bot squats another)."""
+    room_in_caps(table().store, bot.player, bot.name, current_app.config["TTT_BOT_MAX_GAMES"],
+                 against)
 
 
 
@@ -187,15 +189,16 @@ def check_plays(bot: Bot, variant: Any) -> None:
 
 
 
-def opponent_bot(text: str, variant: str | None = None) -> Bot:
-    """The online bot named by 'bot:<name>' (that plays `variant`, when given)."""
+def opponent_bot(text: str, variant: str | None = None, by: str | None = None) -> Bot:
+    """The online bot named by 'bot:<name>' (that plays `variant`, when given), with room for
+    a game against `by` (a bot's player id; None: a person)."""
     other = book().by_name(check_name(text.removeprefix("bot:")))
     if other is None or other.revoked:
         raise BotError("not_found", "no such bot")
     check_plays(other, variant)
     if not hub().online(other.player):
         raise BotError("not_allowed", f"{other.name} is not online")
-    room_for(other)
+    room_for(other, by)
     return other
 
 

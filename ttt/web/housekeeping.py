@@ -12,12 +12,42 @@ import time
 
 from flask import Flask
 
-from ttt.table import Table
+from ttt.match import Match, ending
+from ttt.rules import Termination
+from ttt.table import Push, Table
 from ttt.web.events import emit_all
 from ttt.web.metrics import serve_apart
 from ttt.web.presence import LEASE_SECONDS
 
 log = logging.getLogger("ttt.housekeeping")
+
+UNPLAYED_SECONDS = 3600.0  # a joined friend game with no move is called off after this
+
+
+def end_unplayed(table: Table, now: float, after: float = UNPLAYED_SECONDS) -> list[Push]:
+    """Call off the friend games both friends joined but nobody moved in for `after` seconds
+    (a friend game nobody joined is purged sooner, by TTT_UNTOUCHED_TTL): live games nobody
+    plays do not count against the caps for long. The pushes of the games ended."""
+    pushes: list[Push] = []
+    for game_id in table.store.live_ids():
+        match = table.store.get(game_id)
+        if match is None or not _unplayed(match, now, after):
+            continue
+
+        def call_off(current: Match) -> Match:
+            if not _unplayed(current, now, after):  # a move got in first
+                return current
+            return current.changed(now, finish=ending(Termination.ABANDONED), deadline=None)
+
+        changed = table.store.update(game_id, call_off)
+        if changed and changed[1].rev != changed[0].rev:
+            pushes += table.game_pushes(changed[1])
+    return pushes
+
+
+def _unplayed(match: Match, now: float, after: float) -> bool:
+    return (match.mode == "friend" and not match.is_over and len(match.moves) <= match.start
+            and match.updated < now - after)
 
 
 def start(app: Flask) -> None:
@@ -69,6 +99,10 @@ def _leases_and_purges(app: Flask) -> None:
                                    now - config["TTT_UNTOUCHED_TTL"])
                 if gone:
                     log.info("purged %d finished or abandoned games", gone)
+                ended = end_unplayed(app.extensions["ttt_table"], now,
+                                     config.get("TTT_UNPLAYED_TTL", UNPLAYED_SECONDS))
+                if ended:
+                    emit_all(socketio, ended)
                 if hasattr(store, "checkpoint"):  # SQLite: keep the WAL from growing
                     store.checkpoint()
         except Exception as error:  # a store outage must not end the loop

@@ -19,6 +19,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_name, hash_token, same_hash
+from ttt.bots.caps import ANY
 from ttt.table import refusal, valid_id
 from ttt.web.botkit import (
     answer,
@@ -58,7 +59,7 @@ def online_bot(name: Any, variant: Any = None) -> Bot:
     (refusals as a challenge's)."""
     if not isinstance(name, str):
         raise BotError("bad_request", "x and o are bot names")
-    return opponent_bot(f"bot:{check_name(name)}", variant)
+    return opponent_bot(f"bot:{check_name(name)}", variant, ANY)  # the round fills a bot to its cap
 
 
 @bp.get("/api/ladder")

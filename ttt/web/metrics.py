@@ -38,7 +38,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ttt import build
@@ -71,6 +71,32 @@ SERVER_ERRORS = Counter("ttt_http_server_errors", "HTTP answers with a 5xx statu
                         "and status.", ["route", "status"], registry=None)
 
 
+class _Crowd(Collector):
+    """The thinker's crowd figures, read at scrape time (issue 33)."""
+
+    thinker: Any = None
+
+    def describe(self) -> Iterator[Any]:
+        return iter(())
+
+    def collect(self) -> Iterator[Any]:
+        if self.thinker is None:
+            return
+        yield CounterMetricFamily("ttt_ai_reduced_budgets", "AI moves searched for less than "
+                                  "their level's time (a crowd).",
+                                  value=getattr(self.thinker, "reduced", 0))
+        yield CounterMetricFamily("ttt_ai_busy_new_games", "New AI games refused busy past the "
+                                  "AI's capacity.",
+                                  value=getattr(self.thinker, "crowded_refusals", 0))
+        capacity = getattr(self.thinker, "capacity", None)
+        if capacity is not None:
+            yield GaugeMetricFamily("ttt_ai_capacity", "Address prefixes the AI's rotation "
+                                    "holds within its reply bound.", value=capacity())
+
+
+AI_CROWD = _Crowd()
+
+
 def observe_search(seconds: float) -> None:
     """Count one AI search that took `seconds`."""
     AI_SEARCH.observe(seconds)
@@ -94,8 +120,9 @@ def unhandled(where: str) -> None:
 def watch_queue(thinker: Any) -> None:
     """Read the AI queue's depth from this thinker whenever the figures are scraped."""
     AI_QUEUE.set_function(thinker.waiting)
-    if hasattr(thinker, "waited"):
-        thinker.waited = observe_wait
+    AI_CROWD.thinker = thinker
+    if hasattr(thinker, "on_wait"):
+        thinker.on_wait = observe_wait
 
 
 class Metrics:
@@ -130,8 +157,8 @@ class Metrics:
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
-        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, REFUSED, UNHANDLED,
-                                       SERVER_ERRORS)))
+        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, AI_CROWD, REFUSED,
+                                       UNHANDLED, SERVER_ERRORS)))
         self._parts = _Parts()
         r.register(self._parts)
 
