@@ -1,6 +1,6 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { BOARD_NAMES, placeWords } from "./squares.js";
+import { BOARD_NAMES, CELL_NAMES, placeWords } from "./squares.js";
 import { number, t, tn } from "./i18n.js";
 
 /** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
@@ -11,7 +11,8 @@ export function playWhere(game) {
   if (targets.length === 1) return BOARD_NAMES[targets[0]];
   const open = [...(game.boards ?? "")].filter((state) => state === ".").length;
   if (!targets.length || targets.length === open) return t("any open board");
-  return targets.map((b) => BOARD_NAMES[b]).join(t(" or "));
+  // "top or bottom left board": one noun for the places it lists.
+  return t("{places} board", { places: targets.map((b) => CELL_NAMES[b]).join(t(" or ")) });
 }
 
 function whereWords(game) {
