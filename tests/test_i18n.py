@@ -306,6 +306,16 @@ def test_no_two_page_messages_share_a_key(extracted):
     assert len(keys) == len({m if isinstance(m, str) else m[0] for _c, m in extracted})
 
 
+def test_each_request_has_its_own_language_in_shared_macros(app):
+    """_macros.html's square names are the request's language, not the first request's (an
+    import without context is cached by Jinja: the templates import it `with context`)."""
+    client = app.test_client()
+    assert "arriba a la izquierda" in client.get("/r/40812",
+                                                 headers={"Accept-Language": "es"}).text
+    english = client.get("/r/40812", headers={"Accept-Language": "en"}).text
+    assert "top left" in english and "arriba" not in english
+
+
 def test_numbers_and_plurals_on_the_server_follow_the_language(app):
     client = app.test_client()
     assert "Partida sin terminar · 2 jugadas" in client.get(
