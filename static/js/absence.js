@@ -3,9 +3,8 @@
 // never wins on your clock"): the player on move is never steered away from moving. The
 // countdown is the server's `claimable_in`; the page only counts it down.
 import { createCountdown } from "./clock.js";
-import { clockWords } from "./squares.js";
+import { clockWords, t } from "./squares.js";
 import { friendName, opponentOf } from "./words.js";
-import { t } from "./i18n.js";
 
 /** Whether `game`, as `you` sees it, has an opponent who went away mid-game. */
 export function awayMidGame(game, you) {

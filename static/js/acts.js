@@ -3,8 +3,7 @@
 // tapped while offline is sent once the connection is back, if the game is still as it was),
 // rematch, claim, resign, abort, decline, react, and leaving a game for another.
 import { swapped } from "./screen.js";
-import { squareWords } from "./squares.js";
-import { t } from "./i18n.js";
+import { squareWords, t } from "./squares.js";
 import { refusalText } from "./status.js";
 import { describeOffer, describeReaction } from "./news.js";
 

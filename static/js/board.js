@@ -1,7 +1,6 @@
 // The board: renders a server snapshot into the nine cells; clicks, taps and keys -> onPlay(cell).
 // Without onPlay it is a board to look at (the replay page): no input, no aria-disabled.
-import { evaluationWords } from "./squares.js";
-import { number, t } from "./i18n.js";
+import { evaluationWords, number, t } from "./squares.js";
 
 /** Whether keys typed now go into a text field rather than to the page. */
 export function typing(target) {

@@ -1,6 +1,6 @@
 // The Copy button of the shown-once token page: the token to the clipboard, said in words.
 // Without a clipboard (an http page that is not localhost), the text is selected instead.
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 
 const button = document.getElementById("bot-token-copy");
 const field = document.getElementById(button?.dataset.copy ?? "");

@@ -1,8 +1,7 @@
 // What the board carries besides the game, and the review: evaluations of the moves, hints,
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
-import { cellsWords } from "./squares.js";
-import { t, tn } from "./i18n.js";
+import { cellsWords, t, tn } from "./squares.js";
 import { createReviewer } from "./reviewer.js";
 
 /** Whether the same game at the same version as `game`. */

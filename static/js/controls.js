@@ -3,7 +3,7 @@
 // levels per variant, modes, clocks, reactions, the claim delay), read once from the JSON the
 // page was rendered with; nothing here is written down a second time.
 
-import { t, tn } from "./i18n.js";
+import { t, tn } from "./squares.js";
 
 const element = document.getElementById("config");
 const EMPTY = { variants: {}, modes: [], clocks: [], reactions: [], claim_after: null };

@@ -1,8 +1,7 @@
 // "Your games": the player's live friend games, from the server's `games` answer (PROTOCOL v4),
 // each a link: the opponent's name, whose turn, the time left. Names are set as text, never as
 // markup.
-import { clockWords } from "./squares.js";
-import { t } from "./i18n.js";
+import { clockWords, t } from "./squares.js";
 
 /** One game of the list in words: ["Ben", "your turn · 0:42"]. */
 export function gameWords(line) {

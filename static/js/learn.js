@@ -1,5 +1,5 @@
 // Learning aids under the board: the evaluations switch (a remembered preference) and Hint.
-import { t, tn } from "./i18n.js";
+import { t, tn } from "./squares.js";
 
 const STORAGE_KEY = "ttt.evaluations";
 

@@ -2,7 +2,7 @@
 // page (a modal <dialog>: it keeps the keyboard inside, Escape stays, focus returns after).
 import { claimWords } from "./controls.js";
 import { friendName } from "./words.js";
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 
 /** Whether someone else sits at `game` and would be told: a friend in the other seat. */
 function somebodyThere(game) {

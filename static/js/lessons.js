@@ -1,8 +1,7 @@
 // The coach's sentences that teach, in the page's language: a hint's advice and each side's
 // first mistake, from the server's verdicts (cells, results). Loaded when first needed (a hint
 // or a review), not with the page.
-import { CELL_NAMES, placeWords } from "./squares.js";
-import { number, t } from "./i18n.js";
+import { CELL_NAMES, number, placeWords, t } from "./squares.js";
 
 const CORNERS = [0, 2, 6, 8];
 const EDGES = [1, 3, 5, 7];

@@ -1,7 +1,7 @@
 // News of a change between two views of a game, naming the person: who joined, left or came
 // back, offered, declined or withdrew a rematch, reacted, or ended the game and how.
 import { friendName, opponentOf, sideName } from "./words.js";
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 
 /**
  * Who called the game off and how, from the view's `aborted` ({reason, by}, PROTOCOL v3) or,

@@ -3,8 +3,7 @@
 // is over, and a rematch offer with Accept and Decline, or Withdraw for the one who made it.
 // They share one slot, so nothing else moves when one takes the place of another.
 import { createCountdown } from "./clock.js";
-import { clockWords } from "./squares.js";
-import { t } from "./i18n.js";
+import { clockWords, t } from "./squares.js";
 import { describeOffer } from "./news.js";
 
 /**

@@ -1,8 +1,7 @@
 // The review card of a finished game (and of the replay page): the result, step buttons and
 // keys, the moves, each side's first mistake, and a link to the replay.
 import { modified, onPage, typing } from "./board.js";
-import { moveWords, squareWords } from "./squares.js";
-import { number as formatted, t } from "./i18n.js";
+import { moveWords, number as formatted, squareWords, t } from "./squares.js";
 
 /** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
 export async function copyField(input) {

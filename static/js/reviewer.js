@@ -1,9 +1,8 @@
 // The review of a finished game, for the coach: the card opened (and its positions and first
 // mistakes asked for) once a game is over, stepping through it on the board, and a practice
 // game from just before a mistake. The verdicts come from the server.
-import { sidesOf } from "./squares.js";
+import { sidesOf, t } from "./squares.js";
 import { nameAt, summarize } from "./words.js";
-import { t } from "./i18n.js";
 
 /** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
 function sideNames(game) {

@@ -2,7 +2,7 @@
 // change between two views said (the news line, the live region, a sound). They decide nothing:
 // what is shown comes from the view, what is said from the difference of two views.
 import { loadPreferences, recordKey } from "./controls.js";
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 import { describeEnd, describeOfferChange, describePresence } from "./news.js";
 import {
   describe, describeFirstMove, describeLastMove, describeStart, nameAt, opponentOf, sentences,

@@ -7,7 +7,7 @@ import { createCaller } from "./caller.js";
 import { createScreen, swapped } from "./screen.js";
 import { createActs, newest } from "./acts.js";
 import { refusalText } from "./status.js";
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 
 /**
  * The states and, for each, the transitions it takes: event -> next state ("back": ready when

@@ -1,7 +1,7 @@
 // The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code. Loaded
 // the first time a friend game waits for its second player (see main.js).
 import { copyField } from "./review.js";
-import { t } from "./i18n.js";
+import { t } from "./squares.js";
 
 /** Wire the panel in `root`. */
 export function createShare(root) {

@@ -1,7 +1,6 @@
 // The status line, move news, refusals, the banner and the record: the page's elements for
 // words (the words themselves are in words.js and squares.js).
-import { boardWords } from "./squares.js";
-import { number, t } from "./i18n.js";
+import { boardWords, number, t } from "./squares.js";
 import { levelWords } from "./words.js";
 
 // The page's words for each refusal's code: a person reads these, a program reads the code.

@@ -4,10 +4,9 @@
 // mover may play come in the view (`boards`, `targets`, `legal`).
 import { arrowTo, modified, typing } from "./board.js";
 import {
-  BOARD_NAMES, boardWords, CELL_NAMES, estimateWords, placeWords, ultimateParts,
+  BOARD_NAMES, boardWords, CELL_NAMES, estimateWords, placeWords, t, ultimateParts,
 } from "./squares.js";
 import { build } from "./ultimate-grid.js";
-import { t } from "./i18n.js";
 
 const STATES = { X: t("won by X"), O: t("won by O"), "-": t("full, nobody won it") };
 

@@ -1,7 +1,6 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { BOARD_NAMES, CELL_NAMES, placeWords } from "./squares.js";
-import { number, t, tn } from "./i18n.js";
+import { BOARD_NAMES, CELL_NAMES, number, placeWords, t, tn } from "./squares.js";
 
 /** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
  * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */

@@ -110,7 +110,7 @@ def _plural_map(code: str, expression: str) -> dict[str, int]:
 
 def message_key(msgid: str) -> str:
     """A page message's key in `config`: 5 base-36 digits of the FNV-1a hash of its UTF-8 bytes
-    (static/js/i18n.js computes the same). Not the English itself: the catalog that every first
+    (static/js/squares.js computes the same). Not the English itself: the catalog that every first
     load carries is a fifth smaller (tests/test_i18n.py checks that no two messages share one)."""
     value = 0x811C9DC5
     for byte in msgid.encode():
