@@ -7,8 +7,9 @@ import random
 import pytest
 
 from tests.servers import RedisServer, Remote, Server, close_all, need_binary
+from ttt.limits import Limits
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.web import create_app, get_socketio
 from ttt.web.presence import MemorySeats, Presence
 

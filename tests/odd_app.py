@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     app = create_app()
     table = app.extensions["ttt_table"]
-    plain_config, plain_view = table.config, table.view
+    plain_config, plain_view = table.views.config, table.views.view
 
     def config() -> dict[str, Any]:
         sent = plain_config()
@@ -53,7 +53,7 @@ def main() -> None:
             game["targets"] = targets
         return game
 
-    table.config, table.view = config, view
+    table.views.config, table.views.view = config, view
     serve_until_term(app, "127.0.0.1", args.port)
 
 

@@ -161,8 +161,9 @@ def test_past_capacity_a_new_hard_game_is_busy_naming_the_level_that_starts():
     game and a move in a running game all go on."""
     from tests.conftest import Clock
     from tests.test_table import Person
+    from ttt.limits import Limits
     from ttt.store import open_store
-    from ttt.table import Limits, Table
+    from ttt.table import Table
     from ttt.web.presence import MemorySeats, Presence
 
     clock = Clock()

@@ -13,8 +13,9 @@ import requests
 
 from tests.servers import ROOT, Log, Remotes, Server
 from tests.test_security import Gunicorn, need_module
+from ttt.limits import Limits
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.thinker import Scheduler, search
 from ttt.web import create_app, get_socketio, get_table
 from ttt.web.presence import MemorySeats, Presence

@@ -1217,8 +1217,9 @@ test_events_against_the_model = TicTacToeMachine.TestCase
 
 def _table_of_two():
     """The master with a fake clock, and two players' event senders."""
+    from ttt.limits import Limits
     from ttt.store import open_store
-    from ttt.table import Limits, Table
+    from ttt.table import Table
 
     clock = Clock()
     table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock,

@@ -9,8 +9,9 @@ import contextlib
 import pytest
 
 from tests.test_table import Person  # `clock` and `table`: tests/conftest.py
+from ttt.limits import Limits
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.web import create_app, housekeeping
 from ttt.web.presence import MemorySeats, Presence
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ttt.limits import MemoryLimiter, RedisLimiter
+from ttt.limits import Limits, MemoryLimiter, RedisLimiter
 from ttt.match import MatchError, create
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.web.admission import Admission
 from ttt.web.presence import MemorySeats, Presence
 

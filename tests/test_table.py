@@ -6,9 +6,10 @@ import threading
 
 import pytest
 
+from ttt.limits import Limits
 from ttt.match import FIRST_MOVE
 from ttt.store import open_store
-from ttt.table import Limits, Reply, Table, room
+from ttt.table import Reply, Table, room
 from ttt.thinker import Inline, Scheduler
 from ttt.web.presence import MemorySeats, Presence
 

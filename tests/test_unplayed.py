@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import Clock
 from tests.test_table import Person
-from ttt.limits import MemoryLimiter
+from ttt.limits import Limits, MemoryLimiter
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.web.housekeeping import UNPLAYED_SECONDS, end_unplayed
 from ttt.web.presence import MemorySeats, Presence
 from ttt.web.settings import DEFAULTS

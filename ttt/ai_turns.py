@@ -1,7 +1,9 @@
 """The AI's turns: its moves searched in a worker and landed later, and the analyses and
 hints it gives.
 
-A mixin of `ttt.table.Table`; a slow search never runs inside a store transaction.
+A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the thinker,
+the AI's dice, the views and the table's shared steps; a slow search never runs inside a store
+transaction.
 """
 
 from __future__ import annotations
@@ -16,23 +18,33 @@ from typing import Any
 from ttt.match import Match, MatchError, ai_plays, ai_to_move, hint
 from ttt.payloads import game_id_of, whole
 from ttt.replies import N_, Push, Reply
-from ttt.store import StoreUnavailable, Update
-from ttt.thinker import Busy, Task, Ticket
+from ttt.store import Store, StoreUnavailable, Update
+from ttt.thinker import Busy, Task, Thinker, Ticket
 from ttt.variants import VARIANTS
 from ttt.views import Views
 
 log = logging.getLogger("ttt.table")
 
 
-class AiTurns(Views):
+class AiTurns:
     """The events and steps of a game whose AI thinks (and the hints and analyses)."""
 
-    rng: random.Random
-    answer_wait: float
-    publish: Callable[[list[Push]], None]
-
-    # Told how long each AI search took (the web layer's metrics); nothing by default.
-    searched: Callable[[float], None] = staticmethod(lambda seconds: None)
+    def __init__(self, store: Store, presence: Any, clock: Callable[[], float],
+                 thinker: Thinker, rng: random.Random, views: Views, *,
+                 player: Callable[[str], str], load: Callable[[str], Match],
+                 update: Callable[..., tuple[Match, Match]], enter: Callable[..., Reply],
+                 origin: Callable[[str], str | None], changed: Callable[..., list[Push]],
+                 credits: Callable[[Match, Match], tuple]) -> None:
+        self.store, self.presence, self.clock, self.views = store, presence, clock, views
+        self.thinker, self.rng = thinker, rng
+        # The table's shared steps, under the names the table gives them.
+        self._player, self._load, self._update, self._enter = player, load, update, enter
+        self.origin, self._changed, self._credits = origin, changed, credits
+        # Where pushes made off any event go (an AI move landing later): set by the web layer.
+        self.publish: Callable[[list[Push]], None] = lambda pushes: None
+        # Told how long each AI search took (the web layer's metrics); nothing by default.
+        self.searched: Callable[[float], None] = lambda seconds: None
+        self.answer_wait = 5.0  # seconds an `analyze` or hint may wait for a worker
 
     def _think(self, match: Match) -> tuple[Match, Match]:
         """The AI's move in `match`, waited for; (the match before it, the match after it)."""
@@ -40,7 +52,7 @@ class AiTurns(Views):
         ticket.wait()
         return match, self.store.get(match.id) or match
 
-    def _think_later(self, match: Match) -> Match:
+    def think_later(self, match: Match) -> Match:
         """Ask a worker for the AI's move in `match`, landed (and pushed) when it comes; the
         match as it is now (with the reply already, when the search ran inline)."""
         ticket = self._ask_ai(match)
@@ -48,7 +60,7 @@ class AiTurns(Views):
             return match
         return self.store.get(match.id) or match
 
-    def _enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+    def enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
         """Enter a game whose AI may still be thinking: once the connection is in the game's
         room (the web layer joins it, then calls `then`), the answer is read again, so a
         reply that landed in between is in it, and any later one reaches it as a push."""
@@ -59,7 +71,7 @@ class AiTurns(Views):
         def caught_up() -> Reply:
             now = self.store.get(match.id)
             if now is not None and now.rev != match.rev:
-                reply.answer["game"] = self.view(now, now.role(player))
+                reply.answer["game"] = self.views.view(now, now.role(player))
             return Reply(reply.answer)
 
         reply.then = caught_up
@@ -149,6 +161,6 @@ class AiTurns(Views):
         before, match = self._update(asked.id, lambda m: hint(m, player, self.clock()))
         if match.moves != asked.moves:  # a move got in while the search ran: judge this one
             judged = self._judge(sid, player, match.variant, tuple(match.moves))
-        pushes = self.game_pushes(match) if match.rev != before.rev else []
-        return Reply({"ok": True, "game": self.view(match, match.role(player)),
+        pushes = self.views.game_pushes(match) if match.rev != before.rev else []
+        return Reply({"ok": True, "game": self.views.view(match, match.role(player)),
                       "best": judged["best"], "advice": judged.get("advice", "")}, pushes)

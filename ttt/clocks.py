@@ -1,22 +1,33 @@
 """The server's own moves: the timed games' clocks, run out or given back after an outage.
 
-A mixin of `ttt.table.Table`, driven by the web layer's clock loop (`tick`).
+A part of `ttt.table.Table`, driven by the web layer's clock loop (`tick`); the table hands
+it the store, the clock, the limits and the views.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ttt.limits import Limits
 from ttt.match import credit_outage, time_out
 from ttt.replies import Push
+from ttt.store import Store
 from ttt.views import Views
 
 
-class Clocks(Views):
+class Clocks:
     """The clock loop's steps: stamp the store as up, end the games out of time."""
 
-    # When this process last stamped the store as up; None while no clock loop runs (tests).
-    _beaten: float | None
-
     BEAT_EVERY = 1.0  # seconds between this process's stamps in the store
+
+    def __init__(self, store: Store, clock: Callable[[], float], limits: Limits,
+                 views: Views) -> None:
+        self.store = store
+        self.clock = clock
+        self.limits = limits
+        self.views = views
+        # When this process last stamped the store as up; None while no clock loop runs (tests).
+        self._beaten: float | None = None
 
     def resume_clocks(self) -> list[Push]:
         """Stamp the store as served now; after an outage (no stamp for `outage_after`), give
@@ -28,9 +39,9 @@ class Clocks(Views):
             self._beaten = float("-inf")  # a clock loop runs from now on: moves check it
         credited = self.store.resume(self.clock, self.limits.outage_after, credit_outage)
         self._beaten = now
-        return [push for match in credited for push in self.game_pushes(match)]
+        return [push for match in credited for push in self.views.game_pushes(match)]
 
-    def _resume_if_stale(self) -> list[Push]:
+    def resume_if_stale(self) -> list[Push]:
         """`resume_clocks` when the clock loop has not stamped for a while (the store is back)."""
         if self._beaten is None or self.clock() - self._beaten <= self.limits.outage_after:
             return []
@@ -43,5 +54,5 @@ class Clocks(Views):
         for game_id in self.store.due(self.clock()):
             changed = self.store.update(game_id, lambda m: time_out(m, self.clock()))
             if changed and changed[1].rev != changed[0].rev:
-                pushes += self.game_pushes(changed[1])
+                pushes += self.views.game_pushes(changed[1])
         return pushes

@@ -1,6 +1,7 @@
 """The master's endings off the board: resign, abort, claim, and the rematch offers after.
 
-A mixin of `ttt.table.Table`.
+A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the AI's
+dice, the views and the table's steps it shares (entering a game, leaving an AI game, the caps).
 """
 
 from __future__ import annotations
@@ -8,24 +9,37 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ttt.endings import abort, claim, decline, leave, offer_rematch, rematch, resign
 from ttt.match import AI, Match, MatchError, ai_to_move, other
 from ttt.payloads import from_of, game_id_of
 from ttt.replies import Push, Reply, room
-from ttt.store import Update
+from ttt.store import Caps, Store, Update
 from ttt.views import Views
 
 
-class Endgame(Views):
+class Endgame:
     """The events that end a game off the board or follow its end."""
 
-    rng: random.Random
-    _leave_ai: Callable[[str, str | None], tuple[dict | None, list[Push]]]  # ttt.table
-    _left: Callable[[Match], dict[str, Any]]
-    _changed: Callable[..., list[Push]]
-    _credits: Callable[[Match, Match], tuple]
+    def __init__(self, store: Store, presence: Any, clock: Callable[[], float],
+                 rng: random.Random, views: Views, *, player: Callable[[str], str],
+                 load: Callable[[str], Match], update: Callable[..., tuple[Match, Match]],
+                 origin: Callable[[str], str | None], enter: Callable[..., Reply],
+                 enter_thinking: Callable[..., Reply], think_later: Callable[[Match], Match],
+                 take_creation: Callable[[str, str], None],
+                 leave_ai: Callable[[str, str | None], tuple[dict | None, list[Push]]],
+                 left: Callable[[Match], dict[str, Any]], changed: Callable[..., list[Push]],
+                 credits: Callable[[Match, Match], tuple], caps: Callable[[], Caps],
+                 capped: Callable[[], AbstractContextManager[None]]) -> None:
+        self.store, self.presence, self.clock, self.views = store, presence, clock, views
+        self.rng = rng
+        # The table's shared steps and the AI's, under the names the table gives them.
+        self._player, self._load, self._update, self.origin = player, load, update, origin
+        self._enter, self._enter_thinking, self._think_later = enter, enter_thinking, think_later
+        self._take_creation, self._leave_ai, self._left = take_creation, leave_ai, left
+        self._changed, self._credits, self._caps, self._capped = changed, credits, caps, capped
 
     def rematch(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
@@ -67,9 +81,9 @@ class Endgame(Views):
                                    else (None, []))
         left = left or other_left
         if old.rematch_id is None:  # an offer, made now or before
-            pushes = self.game_pushes(old) if old.rev != before.rev else []
+            pushes = self.views.game_pushes(old) if old.rev != before.rev else []
             return Reply({"ok": True, "started": False, "left": left,
-                          "game": self.view(old, role)}, left_pushes + pushes)
+                          "game": self.views.view(old, role)}, left_pushes + pushes)
         continued = old.rev != before.rev  # this call started it
         fresh = self._load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
@@ -82,9 +96,9 @@ class Endgame(Views):
             reply.pushes.extend(self._changed(old, credits))
         # Everyone who saw the old game follows: each side now sits at the other.
         swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
-        for seen in self.roles(old):
+        for seen in self.views.roles(old):
             reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
-                lambda role: {"from": old.id, "game": self.view(fresh, role)}, swap[seen])))
+                lambda role: {"from": old.id, "game": self.views.view(fresh, role)}, swap[seen])))
         return reply
 
     def _names_now(self, old: Match) -> dict[str, str | None]:
@@ -99,8 +113,8 @@ class Endgame(Views):
     def decline(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
         _, match = self._update(game_id_of(payload), lambda m: decline(m, player, self.clock()))
-        return Reply({"ok": True, "game": self.view(match, match.role(player))},
-                     self.game_pushes(match))
+        return Reply({"ok": True, "game": self.views.view(match, match.role(player))},
+                     self.views.game_pushes(match))
 
     def _end(self, sid: str, payload: dict, change: Callable[[Match, str, float], Match]
              ) -> Reply:
@@ -112,7 +126,7 @@ class Endgame(Views):
 
         before, match = self._update(game_id_of(payload), ending)
         credits = self._credits(before, match)
-        answer: dict[str, Any] = {"ok": True, "game": self.view(match, match.role(player))}
+        answer: dict[str, Any] = {"ok": True, "game": self.views.view(match, match.role(player))}
         if credits:
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(match, credits))
@@ -127,5 +141,5 @@ class Endgame(Views):
         game_id = game_id_of(payload)
         player = self._player(sid)
         match = self._load(game_id)
-        waited = self.claimable_in(match, match.role(player))
+        waited = self.views.claimable_in(match, match.role(player))
         return self._end(sid, payload, lambda m, p, now: claim(m, p, waited, now))

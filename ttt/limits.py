@@ -20,12 +20,33 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 log = logging.getLogger("ttt.limits")
 
 LEASE_SECONDS = 30.0
 PREFIX = "ttt:limit:"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The rules of the house that are settings, not game rules."""
+
+    claim_after: float = 60.0           # seconds a seat must be away before a claim
+    live_per_player: int = 50
+    live_per_address: int = 500         # live games made from one client address
+    live_total: int = 100_000
+    creations_per_minute: float = 30.0  # per player and per client address; 0: no limit
+    reaction_every: float = 1.0         # seconds between one player's reactions
+    outage_after: float = 5.0           # seconds with no server seen up that clocks get back
+    renames_per_minute: float = 10.0    # per player, bursts of as many
+    # Friend games nobody joined yet (they expire after TTT_UNTOUCHED_TTL, 30 min): a few per
+    # person live at once, and so many made per half hour from one address (a class of 30
+    # each sharing a link fits). With creations_per_minute 0 (benchmarks): no limit.
+    unjoined_per_player: int = 10
+    unjoined_per_address: float = 60.0
+    rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
 def prefix_of(address: str) -> str:

@@ -15,14 +15,13 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ttt.ai_turns import AiTurns
 from ttt.clocks import Clocks
 from ttt.endgame import Endgame
 from ttt.endings import abandon, leave
-from ttt.limits import Limiter, MemoryLimiter, prefix_of
+from ttt.limits import Limiter, Limits, MemoryLimiter, prefix_of
 from ttt.match import (
     CLOCKS,
     MODES,
@@ -45,9 +44,10 @@ from ttt.replies import N_, Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
 from ttt.thinker import Inline, Task, Thinker
 from ttt.variants import VARIANTS
-from ttt.views import REACTIONS
+from ttt.views import REACTIONS, Views
 
-# What the web layer, the bots and the tests take from here (some defined in the mixins' modules).
+# What the web layer, the bots and the tests take from here (some defined in the parts' modules;
+# `Limits` lives in ttt.limits).
 __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refusal", "room",
            "valid_id"]
 
@@ -86,29 +86,10 @@ class Crowded(MatchError):
         self.available = available
 
 
-@dataclass(frozen=True)
-class Limits:
-    """The rules of the house that are settings, not game rules."""
-
-    claim_after: float = 60.0           # seconds a seat must be away before a claim
-    live_per_player: int = 50
-    live_per_address: int = 500         # live games made from one client address
-    live_total: int = 100_000
-    creations_per_minute: float = 30.0  # per player and per client address; 0: no limit
-    reaction_every: float = 1.0         # seconds between one player's reactions
-    outage_after: float = 5.0           # seconds with no server seen up that clocks get back
-    renames_per_minute: float = 10.0    # per player, bursts of as many
-    # Friend games nobody joined yet (they expire after TTT_UNTOUCHED_TTL, 30 min): a few per
-    # person live at once, and so many made per half hour from one address (a class of 30
-    # each sharing a link fits). With creations_per_minute 0 (benchmarks): no limit.
-    unjoined_per_player: int = 10
-    unjoined_per_address: float = 60.0
-    rename_batch: int = 4               # live games besides the shown one a rename rewrites
-
-
-class Table(AiTurns, Endgame, Clocks):
-    """Every game's life, decided in one place: the events here; the views, the AI's turns,
-    the endings off the board and the clocks in the mixins."""
+class Table:
+    """Every game's life, decided in one place: the events here, around a few parts it holds
+    and hands what each needs: the views, the AI's turns, the endings off the board and the
+    clocks (as lila's round is a few small services around one actor)."""
 
     def __init__(self, store: Store, presence: Any, clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None, limits: Limits | None = None,
@@ -117,17 +98,78 @@ class Table(AiTurns, Endgame, Clocks):
         # Every slow search goes through the thinker (worker processes in the app); without
         # one it runs inline, on the caller's thread (unit tests, the command line).
         self.thinker: Thinker = thinker or Inline()
-        # Where pushes made off any event go (an AI move landing later): set by the web layer.
-        self.publish: Callable[[list[Push]], None] = lambda pushes: None
-        self.answer_wait = 5.0  # seconds an `analyze` or hint may wait for a worker
         self._salt = salt[:64]
         self.presence = presence
         self.clock = clock
         self.rng = rng or random.SystemRandom()  # the AI's dice: nobody can predict them
         self.limits = limits or Limits()
-        # When this process last stamped the store as up; None while no clock loop runs (tests).
-        self._beaten: float | None = None
         self._limiter = MemoryLimiter(clock)
+        self.views = Views(store, presence, clock, self.limits, self.thinker,
+                           player=self._player)
+        self.ai = AiTurns(store, presence, clock, self.thinker, self.rng, self.views,
+                          player=self._player, load=self._load, update=self._update,
+                          enter=self._enter, origin=self.origin, changed=self._changed,
+                          credits=self._credits)
+        self.endgame = Endgame(store, presence, clock, self.rng, self.views,
+                               player=self._player, load=self._load, update=self._update,
+                               origin=self.origin, enter=self._enter,
+                               enter_thinking=self.ai.enter_thinking,
+                               think_later=self.ai.think_later,
+                               take_creation=self._take_creation, leave_ai=self._leave_ai,
+                               left=self._left, changed=self._changed, credits=self._credits,
+                               caps=self._caps, capped=self._capped)
+        self.clocks = Clocks(store, self.clock, self.limits, self.views)
+        # Where pushes made off any event go (an AI move landing later): set by the web layer.
+        self.publish: Callable[[list[Push]], None] = lambda pushes: None
+        self.answer_wait = 5.0  # seconds an `analyze` or hint may wait for a worker
+        # Told how long each AI search took (the web layer's metrics); nothing by default.
+        self.searched: Callable[[float], None] = lambda seconds: None
+        # The parts' events, where `handle` finds them: bound once, no extra call per event.
+        self.games = self.views.games
+        self.analyze, self.hint = self.ai.analyze, self.ai.hint
+        self.rematch, self.decline = self.endgame.rematch, self.endgame.decline
+        self.resign, self.abort, self.claim = (self.endgame.resign, self.endgame.abort,
+                                               self.endgame.claim)
+
+    # What the web layer and the tests set after construction (a thinker, a clock, where the
+    # AI's moves go), handed on to each part that holds it: a part never reads the table.
+    HANDED = {"presence": ("views", "ai", "endgame"),
+              "clock": ("views", "ai", "endgame", "clocks"),
+              "thinker": ("views", "ai"), "rng": ("ai", "endgame"),
+              "limits": ("views", "clocks"), "publish": ("ai",), "searched": ("ai",),
+              "answer_wait": ("ai",)}
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        for part in self.HANDED.get(name, ()):
+            if part in self.__dict__:  # not yet while the table is being built
+                setattr(self.__dict__[part], name, value)
+
+    # --- the parts' events and steps, as the web layer, the bots and the tests call them ----
+
+    def config(self) -> dict[str, Any]:
+        """The choices a client offers (PROTOCOL v3 `config`)."""
+        return self.views.config()
+
+    def view(self, match: Match, role: str) -> dict[str, Any]:
+        """The Game as a receiver in `role` sees it."""
+        return self.views.view(match, role)
+
+    def game_pushes(self, match: Match) -> list[Push]:
+        """The game to everyone who sees it, each role its own view (built when sent)."""
+        return self.views.game_pushes(match)
+
+    def resume(self) -> int:
+        """Ask for every AI move that was waiting when a process stopped; how many."""
+        return self.ai.resume()
+
+    def resume_clocks(self) -> list[Push]:
+        """Stamp the store as served now (giving an outage back first); the pushes."""
+        return self.clocks.resume_clocks()
+
+    def tick(self) -> list[Push]:
+        """End the timed games whose clock ran out; the pushes that says so."""
+        return self.clocks.tick()
 
     @property
     def limiter(self) -> Limiter:
@@ -170,11 +212,11 @@ class Table(AiTurns, Endgame, Clocks):
         for game_id in self.presence.attach(sid, match):
             if game_id == match.id:
                 match = self._sighted(match)
-                pushes += self.game_pushes(match)
+                pushes += self.views.game_pushes(match)
             elif any(self.presence.online(game_id).values()) or self.presence.watchers(game_id):
                 changed = self._sighted(self.store.get(game_id))
                 if changed:  # else nobody else is looking at the game this connection left
-                    pushes += self.game_pushes(changed)
+                    pushes += self.views.game_pushes(changed)
             else:
                 self._sighted(self.store.get(game_id))
         self.store.set_current(player, match.id)
@@ -191,7 +233,7 @@ class Table(AiTurns, Endgame, Clocks):
     def _enter(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
         match = self._named(match, player)
         match, pushes = self._show(sid, match, player)
-        return Reply(self._seated(match, player, **extra), pushes,
+        return Reply(self.views.seated(match, player, **extra), pushes,
                      show=room(match.id, match.role(player)))
 
     def _named(self, match: Match, player: str) -> Match:
@@ -208,7 +250,7 @@ class Table(AiTurns, Endgame, Clocks):
 
     def _changed(self, after: Match, credits: tuple = ()) -> list[Push]:
         """The pushes for a change: the views, and the records it credited."""
-        pushes = self.game_pushes(after)
+        pushes = self.views.game_pushes(after)
         for who in sorted({c[0] for c in credits}):
             pushes.append(Push("record", player_room(who),
                                functools.partial(self.store.record, who)))
@@ -232,7 +274,7 @@ class Table(AiTurns, Endgame, Clocks):
         for game_id in self.presence.disconnect(sid):
             match = self._sighted(self.store.get(game_id))
             if match:
-                pushes += self.game_pushes(match)
+                pushes += self.views.game_pushes(match)
         return pushes
 
     # --- events ------------------------------------------------------------------------------
@@ -265,7 +307,7 @@ class Table(AiTurns, Endgame, Clocks):
         # game is made, so a refused new game changes nothing.
         left, left_pushes = self._leave_ai(player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            reply = self._enter_thinking(sid, self._think_later(match), player, left=left)
+            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left)
         else:
             reply = self._enter(sid, match, player, left=left)
         reply.pushes[:0] = left_pushes + abandoned
@@ -355,7 +397,7 @@ class Table(AiTurns, Endgame, Clocks):
                 continue
             changed = self.store.update(game_id, lambda m: abandon(m, self.clock()))
             if changed and changed[1].rev != changed[0].rev:
-                pushes += self.game_pushes(changed[1])
+                pushes += self.views.game_pushes(changed[1])
         return pushes
 
     def _caps(self) -> Caps:
@@ -373,7 +415,7 @@ class Table(AiTurns, Endgame, Clocks):
 
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
-        resumed = self._resume_if_stale()  # the views' time_left right after an outage
+        resumed = self.clocks.resume_if_stale()  # the views' time_left right after an outage
         if "game" in payload:
             match = self._load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
@@ -393,7 +435,7 @@ class Table(AiTurns, Endgame, Clocks):
                 return Reply({"ok": True, "game": None, "you": "spectator",
                               "record": self.store.record(player)})
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
-            reply = self._enter_thinking(sid, self._think_later(match), player)
+            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player)
         else:
             reply = self._enter(sid, match, player)
         reply.pushes[:0] = resumed
@@ -419,7 +461,8 @@ class Table(AiTurns, Endgame, Clocks):
                 after = ai_reply(after, self.rng, now)
             return Update(after, self._credits(match, after))
 
-        pushes = self._resume_if_stale()  # a clock may end nothing before it got an outage back
+        # A clock may end nothing before it got an outage back.
+        pushes = self.clocks.resume_if_stale()
         before, after = self._update(game_id, change)
         credits = self._credits(before, after)
         if late:
@@ -427,7 +470,7 @@ class Table(AiTurns, Endgame, Clocks):
         if ai_to_move(after):
             # A slow AI thinks in a worker: the answer carries the move now (and the reply,
             # if it is already in), and the reply follows as a `game` push.
-            return self._answer_move(player, played[-1], before, self._think_later(after))
+            return self._answer_move(player, played[-1], before, self.ai.think_later(after))
         return self._answer_move(player, played[-1], before, after)
 
     def _too_late(self, player: str, after: Match, pushes: list[Push]) -> Reply:
@@ -436,16 +479,16 @@ class Table(AiTurns, Endgame, Clocks):
         message = ("the first move did not come in time: the game is called off"
                    if after.status == "aborted" else "your time ran out")
         answer = refusal("game_over", message)
-        answer["game"] = self.view(after, after.role(player))
+        answer["game"] = self.views.view(after, after.role(player))
         return Reply(answer, [Push(p.event, p.room, p.payload, skip_sender=False)
                               for p in pushes])
 
     def _answer_move(self, player: str, played: Match, before: Match, after: Match) -> Reply:
         credits = self._credits(before, after)
         role = after.role(player)
-        answer: dict[str, Any] = {"ok": True, "game": self.view(after, role)}
+        answer: dict[str, Any] = {"ok": True, "game": self.views.view(after, role)}
         if played.rev != after.rev:
-            answer["played"] = self.view(played, role)
+            answer["played"] = self.views.view(played, role)
         if credits:
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
@@ -530,7 +573,7 @@ class Table(AiTurns, Endgame, Clocks):
             if changed and changed[1].rev != changed[0].rev:
                 # The sender's own page shows the new name too: it has no game in the answer.
                 pushes += [Push(p.event, p.room, p.payload, skip_sender=False)
-                           for p in self.game_pushes(changed[1])]
+                           for p in self.views.game_pushes(changed[1])]
         return Reply({"ok": True, "name": name}, pushes)
 
     def react(self, sid: str, payload: dict) -> Reply:
@@ -546,7 +589,7 @@ class Table(AiTurns, Endgame, Clocks):
             raise MatchError("rate_limited", "one reaction a second")
         push = {"game": match.id, "from": role, "reaction": reaction}
         return Reply({"ok": True}, [Push("reaction", room(match.id, seen), push, False)
-                                    for seen in self.roles(match)])
+                                    for seen in self.views.roles(match)])
 
     EVENTS = ("new_game", "join", "move", "analyze", "hint", "rematch", "decline", "resign",
               "abort", "claim", "set_name", "react", "games")

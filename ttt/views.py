@@ -1,25 +1,23 @@
 """The master's views: each game as one receiver sees it, and the pushes that carry it.
 
-A mixin of `ttt.table.Table`, which gives it the store, the presence, the clock, the
-limits and the thinker.
+A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the
+limits, the thinker and how to tell a connection's player.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ttt import wire
 from ttt.bots import is_bot_player
+from ttt.limits import Limits
 from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
 from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
 from ttt.variants import VARIANTS, record_key
-
-if TYPE_CHECKING:
-    from ttt.table import Limits
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 
@@ -27,11 +25,14 @@ REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 class Views:
     """The receiver views of the games a `Table` keeps."""
 
-    store: Store
-    presence: Any
-    clock: Callable[[], float]
-    limits: Limits
-    thinker: Thinker
+    def __init__(self, store: Store, presence: Any, clock: Callable[[], float], limits: Limits,
+                 thinker: Thinker, player: Callable[[str], str]) -> None:
+        self.store = store
+        self.presence = presence
+        self.clock = clock
+        self.limits = limits
+        self.thinker = thinker
+        self._player = player  # a connection's player (the table's: refused when unknown)
 
     def config(self) -> dict[str, Any]:
         """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
@@ -91,7 +92,7 @@ class Views:
     def games(self, sid: str, payload: dict) -> Any:
         """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a
         short line for the home page's list: whose turn, the opponent, the time left."""
-        player = self._player(sid)  # type: ignore[attr-defined]
+        player = self._player(sid)
         found = []
         for game_id in self.store.live_games(player):
             match = self.store.get(game_id)
@@ -114,7 +115,7 @@ class Views:
                 "online": game["online"][opponent], "clock": game.get("clock"),
                 "time_left": game.get("time_left"), "moves": len(match.moves)}
 
-    def _seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
+    def seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
         role = match.role(player)
         answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
                                   "you": role, "record": self.store.record(player)}

@@ -14,9 +14,9 @@ from typing import Any
 from flask import Flask
 
 from ttt import workers
-from ttt.limits import open_limiter
+from ttt.limits import Limits, open_limiter
 from ttt.store import open_store
-from ttt.table import Limits, Table
+from ttt.table import Table
 from ttt.web import logs, settings
 from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
 from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue

@@ -38,10 +38,10 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 }
 DEFAULT = "en"
 # Where the page's words are: their messages go to the browser, the rest stay on the server.
-# Besides static/js, the refusals a person reads on the page (marked N_, ttt.replies): the wire
-# carries them in English and the page shows its catalog's words for them.
-PAGE_SOURCES = ("static/js/", "ttt/endings.py", "ttt/match.py", "ttt/table.py",
-                "ttt/ai_turns.py")
+# Besides static/js, the refusals a person reads on the page (marked N_ in the core, ttt.replies):
+# the wire carries them in English and the page shows its catalog's words for them.
+PAGE_SOURCES = ("static/js/", "ttt/")
+SERVER_ONLY = ("ttt/web/", "ttt/bots/")  # their words are the server's pages' (gettext there)
 
 
 def _known(code: str | None) -> str | None:
@@ -135,7 +135,8 @@ def page_catalog(code: str) -> dict[str, Any]:
     for message in catalog:
         if not message.id or message.fuzzy:
             continue
-        if not any(where.startswith(PAGE_SOURCES) for where, _line in message.locations):
+        if not any(where.startswith(PAGE_SOURCES) and not where.startswith(SERVER_ONLY)
+                   for where, _line in message.locations):
             continue
         if isinstance(message.id, tuple):
             forms = list(message.string)

@@ -1,0 +1,81 @@
+"""The master is built from parts, not mixins (issue 36, part 1): `Table` holds its views, the
+AI's turns, the endings off the board and the clocks, and hands each what it needs; none of
+them inherits from another, and the views never import the table."""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+from ttt.ai_turns import AiTurns
+from ttt.clocks import Clocks
+from ttt.endgame import Endgame
+from ttt.limits import Limits
+from ttt.store.memory import MemoryStore
+from ttt.table import Table
+from ttt.thinker import Inline
+from ttt.views import Views
+from ttt.web.presence import Presence
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = (Views, AiTurns, Endgame, Clocks)
+
+
+def imported(path: Path) -> set[str]:
+    """Every module a file names in an import, wherever the import is."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_the_table_and_its_parts_inherit_from_none_of_each_other():
+    for cls in (Table, *PARTS):
+        assert cls.__mro__ == (cls, object), f"{cls.__name__} inherits {cls.__mro__[1:-1]}"
+
+
+def test_the_table_holds_one_of_each_part():
+    table = Table(MemoryStore(), Presence())
+    assert isinstance(table.views, Views)
+    assert isinstance(table.ai, AiTurns)
+    assert isinstance(table.endgame, Endgame)
+    assert isinstance(table.clocks, Clocks)
+    assert table.ai.views is table.views and table.endgame.views is table.views
+    assert table.clocks.views is table.views
+
+
+def test_no_part_imports_the_table():
+    for module in ("views", "ai_turns", "endgame", "clocks", "limits"):
+        assert "ttt.table" not in imported(ROOT / "ttt" / f"{module}.py"), module
+
+
+def test_limits_live_with_the_limiter():
+    assert Limits.__module__ == "ttt.limits"
+
+
+def test_what_is_set_on_the_table_after_it_is_built_reaches_every_part_that_holds_it():
+    table = Table(MemoryStore(), Presence())
+    thinker, presence, rng = Inline(), Presence(), random.Random(1)
+    limits = Limits(claim_after=7.0)
+
+    def clock() -> float:
+        return 1000.0
+
+    def publish(pushes: list) -> None:
+        """Where a test's AI moves go."""
+
+    def searched(seconds: float) -> None:
+        """A test's metrics."""
+
+    table.thinker, table.presence, table.rng, table.limits = thinker, presence, rng, limits
+    table.clock, table.publish, table.searched, table.answer_wait = clock, publish, searched, 0.2
+    for name, parts in Table.HANDED.items():
+        for part in parts:
+            assert getattr(getattr(table, part), name) is getattr(table, name), (part, name)
+    assert table.views.clock is clock and table.clocks.clock is clock
+    assert table.ai.publish is publish and table.ai.answer_wait == 0.2
+    assert table.config()["claim_after"] == 7.0  # the views read the new limits
