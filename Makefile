@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
+.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -30,6 +30,22 @@ system:
 	      fonts-noto-color-emoji prometheus; \
 	  else echo "note: chromium, redis-server, nginx, promtool or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
+
+# The gettext catalogs (ttt/translations/, Flask-Babel): `make translations` finds every marked
+# string (templates, the server's Python, the page's t()/tn() in static/js), updates each
+# language's .po (new strings come in empty, for the translator) and compiles the .mo files.
+# The .mo files are committed too, so a fresh clone serves every language; tests/test_i18n.py
+# fails when one is older than its .po, or a .po has a missing or fuzzy entry.
+BABEL := $(VENV)/bin/pybabel
+POT   := ttt/translations/messages.pot
+translations: $(STAMP)
+	$(BABEL) -q extract -F babel.cfg -k t -k tn:1,2 -k N_ --no-wrap --sort-by-file \
+	  --project=ttt --copyright-holder="ttt" -o $(POT) .
+	$(BABEL) -q update -i $(POT) -d ttt/translations --no-wrap --ignore-obsolete
+	$(BABEL) -q compile -d ttt/translations --statistics
+
+translations-check: $(STAMP)
+	$(PY) -m pytest -q tests/test_i18n.py
 
 run: $(STAMP)
 	$(PY) app.py --host $(HOST) --port $(PORT)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ttt.match import Match, MatchError, ai_plays, ai_to_move, hint
 from ttt.payloads import game_id_of, whole
-from ttt.replies import Push, Reply
+from ttt.replies import N_, Push, Reply
 from ttt.store import Store, StoreUnavailable, Update
 from ttt.thinker import Busy, Task, Thinker, Ticket
 from ttt.variants import VARIANTS
@@ -143,7 +143,7 @@ class AiTurns:
     def analyze(self, sid: str, payload: dict) -> Reply:
         match = self._load(game_id_of(payload))
         if match.mode == "friend" and not match.is_over:
-            raise MatchError("not_allowed", "no analysis while a game against a friend is on")
+            raise MatchError("not_allowed", N_("no analysis while a game against a friend is on"))
         ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
         rules = match.rules
         moves = tuple(match.moves if ply is None else match.moves[:ply])

@@ -22,6 +22,7 @@ from ttt.match import (
     other,
     restart_clock,
 )
+from ttt.replies import N_
 from ttt.rules import Termination
 
 
@@ -40,9 +41,9 @@ def claim(match: Match, player_id: str, claimable_in: float | None, now: float) 
     """The friend game won by a seated player whose opponent has been away long enough."""
     role = checked(match, player_id)
     if match.mode != "friend":
-        raise MatchError("not_allowed", "only a game against a friend can be claimed")
+        raise MatchError("not_allowed", N_("only a game against a friend can be claimed"))
     if claimable_in is None or claimable_in > 0:
-        raise MatchError("not_allowed", "your friend has not been away long enough")
+        raise MatchError("not_allowed", N_("your friend has not been away long enough"))
     return match.changed(now, finish=ending(Termination.CLAIM, role), deadline=None)  # type: ignore[arg-type]
 
 
@@ -50,7 +51,8 @@ def resign(match: Match, player_id: str, now: float) -> Match:
     """The game lost at once by the seated player who gives it up."""
     role = checked(match, player_id)
     if match.mode not in ("friend", "ai") or role not in SIDES:
-        raise MatchError("not_allowed", "only a game against a friend or the AI can be resigned")
+        raise MatchError("not_allowed",
+                         N_("only a game against a friend or the AI can be resigned"))
     return match.changed(now, finish=ending(Termination.RESIGN, other(role)), deadline=None)
 
 
@@ -61,9 +63,9 @@ def abort(match: Match, player_id: str, now: float) -> Match:
     if match.mode == "local":
         return match.changed(now, finish=ending(Termination.ABORT), deadline=None)
     if match.mode not in ("friend", "ai") or role not in SIDES:
-        raise MatchError("not_allowed", "only a game against a friend or the AI can be aborted")
+        raise MatchError("not_allowed", N_("only a game against a friend or the AI can be aborted"))
     if not abortable(match):
-        raise MatchError("not_allowed", "both sides have moved: resign instead")
+        raise MatchError("not_allowed", N_("both sides have moved: resign instead"))
     return match.changed(now, finish=ending(Termination.ABORT), aborted_by=role, deadline=None)
 
 
@@ -89,7 +91,7 @@ def _over_and_seated(match: Match, player_id: str) -> str:
         raise MatchError("spectator", "only the players can start a rematch")
     # Version 1 clients start a rematch of an AI or pass-and-play game at any time.
     if not match.is_over and match.mode == "friend":
-        raise MatchError("not_allowed", "finish this game before a rematch")
+        raise MatchError("not_allowed", N_("finish this game before a rematch"))
     return role
 
 
@@ -107,7 +109,7 @@ def decline(match: Match, player_id: str, now: float) -> Match:
     if role == "spectator":
         raise MatchError("spectator", "only the players can answer an offer")
     if match.offer is None or match.rematch_id:
-        raise MatchError("not_allowed", "there is no rematch offer to decline")
+        raise MatchError("not_allowed", N_("there is no rematch offer to decline"))
     return match.changed(now, offer=None)
 
 
@@ -123,7 +125,7 @@ def rematch(match: Match, player_id: str, now: float, rng: random.Random,
     """
     role = _over_and_seated(match, player_id)
     if match.mode == "friend" and match.offer != other(role):
-        raise MatchError("not_allowed", "a rematch needs your friend's offer first")
+        raise MatchError("not_allowed", N_("a rematch needs your friend's offer first"))
     total = match.score() or no_score()
     if match.mode == "friend":  # the people swap sides, and their wins go with them
         series = {"X": total["O"], "O": total["X"], "draws": total["draws"]}

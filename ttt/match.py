@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
+from ttt.replies import N_
 from ttt.rules import Mark, Outcome, Termination
 from ttt.ultimate import WrongBoard
 from ttt.variants import VARIANTS, GameBoard, Variant, record_key
@@ -375,7 +376,7 @@ def hint(match: Match, player_id: str, now: float) -> Match:
     """The match with a hint counted against the side on move, once per position."""
     role = checked(match, player_id)
     if match.mode == "friend":
-        raise MatchError("not_allowed", "no hints in a game against a friend")
+        raise MatchError("not_allowed", N_("no hints in a game against a friend"))
     side = match.turn
     if role != "both" and side != role:
         raise MatchError("not_your_turn", "it is not your turn")

@@ -54,3 +54,10 @@ def player_room(player: str) -> str:
 def refusal(code: str, message: str) -> dict[str, Any]:
     """A refused event's answer."""
     return {"ok": False, "error": {"code": code, "message": message}}
+
+
+def N_(message: str) -> str:  # noqa: N802 (gettext's name for a marker that translates nothing)
+    """Mark a refusal's message that a person reads: `make translations` extracts it (-k N_)
+    and the page shows it in the player's language from its catalog. The wire keeps the
+    English (a program reads the code)."""
+    return message

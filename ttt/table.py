@@ -40,7 +40,7 @@ from ttt.match import (
     time_out,
 )
 from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
-from ttt.replies import Push, Reply, player_room, refusal, room
+from ttt.replies import N_, Push, Reply, player_room, refusal, room
 from ttt.store import CapReached, Caps, Store, Update
 from ttt.thinker import Inline, Task, Thinker
 from ttt.variants import VARIANTS
@@ -72,10 +72,10 @@ def _moved(match: Match, player: str) -> bool:
 def _cap_words(cap: CapReached) -> str:
     """Which live-game cap refused a new game, said."""
     if getattr(cap, "per_address", False):
-        return "too many unfinished games from your address (a shared network): finish some"
+        return N_("too many unfinished games from your address (a shared network): finish some")
     if cap.per_player:
-        return "you have too many unfinished games"
-    return "the server is full; try again in a moment"
+        return N_("you have too many unfinished games")
+    return N_("the server is full; try again in a moment")
 
 
 class Crowded(MatchError):
@@ -424,7 +424,7 @@ class Table:
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 self._take_creation(player, self.presence.connection(sid).address)
                 if self.store.count_live(player) >= self.limits.live_per_player:
-                    raise MatchError("not_allowed", "you have too many unfinished games")
+                    raise MatchError("not_allowed", N_("you have too many unfinished games"))
                 name = self.store.name(player)
                 _, match = self._update(match.id,
                                         lambda m: take_seat(m, player, self.clock(), name))
@@ -533,8 +533,8 @@ class Table:
                     and None in match.seats.values()):
                 waiting += 1
         if waiting >= limits.unjoined_per_player:
-            raise MatchError("not_allowed", f"you have {waiting} friend games nobody has joined "
-                             "yet: share a link, or wait for them to expire")
+            raise MatchError("not_allowed", N_("you have too many friend games nobody has joined "
+                                               "yet: share a link, or wait for them to expire"))
         origin = self.origin(address)
         per_address = limits.unjoined_per_address
         if origin and not self.limiter.take(f"unjoined:a:{origin}", per_address / 1800,
@@ -584,7 +584,7 @@ class Table:
         if role == "spectator":
             raise MatchError("spectator", "only the players can react")
         if match.mode != "friend" or not all(match.seats.values()):
-            raise MatchError("not_allowed", "reactions are for a friend who has joined")
+            raise MatchError("not_allowed", N_("reactions are for a friend who has joined"))
         if not self.limiter.take(f"react:{player}", 1 / self.limits.reaction_every, 1):
             raise MatchError("rate_limited", "one reaction a second")
         push = {"game": match.id, "from": role, "reaction": reaction}

@@ -3,7 +3,7 @@
 // never wins on your clock"): the player on move is never steered away from moving. The
 // countdown is the server's `claimable_in`; the page only counts it down.
 import { createCountdown } from "./clock.js";
-import { clockWords } from "./squares.js";
+import { clockWords, t } from "./squares.js";
 import { friendName, opponentOf } from "./words.js";
 
 /** Whether `game`, as `you` sees it, has an opponent who went away mid-game. */
@@ -17,8 +17,9 @@ export function awayMidGame(game, you) {
 /** The absence line for `left` seconds until the claim opens (0: open now). */
 export function absenceWords(game, you, left) {
   const Friend = friendName(game, you, { start: true });
-  return left > 0 ? `${Friend} left · you can claim the win in ${clockWords(left)}`
-    : `${Friend} left · you can claim the win now`;
+  return left > 0
+    ? t("{name} left · you can claim the win in {time}", { name: Friend, time: clockWords(left) })
+    : t("{name} left · you can claim the win now", { name: Friend });
 }
 
 /** Wire the line (`line`, in the news slot `news`, which it takes while someone is away). */

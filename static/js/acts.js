@@ -3,7 +3,7 @@
 // tapped while offline is sent once the connection is back, if the game is still as it was),
 // rematch, claim, resign, abort, decline, react, and leaving a game for another.
 import { swapped } from "./screen.js";
-import { squareWords } from "./squares.js";
+import { squareWords, t } from "./squares.js";
 import { refusalText } from "./status.js";
 import { describeOffer, describeReaction } from "./news.js";
 
@@ -98,8 +98,8 @@ export function createActs(session) {
   function hold(game, cell) {
     state.queued = { id: game.id, version: game.version, cell, variant: game.variant };
     const where = squareWords(cell, game.variant);
-    status.notice(`You are offline — your move (${where}) will be played when the connection is back`,
-      { sticky: true });
+    status.notice(t("You are offline — your move ({where}) will be played when the connection is back",
+      { where }), { sticky: true });
   }
 
   /** After a reconnect and its join: play the held move, or say plainly that it was not. */
@@ -116,8 +116,8 @@ export function createActs(session) {
       play(cell);
       return;
     }
-    status.notice(`Your move (${squareWords(cell, variant)}) was not played: the game changed `
-      + "while you were offline", { sticky: true });
+    status.notice(t("Your move ({where}) was not played: the game changed while you were offline",
+      { where: squareWords(cell, variant) }), { sticky: true });
   }
 
   /** The first view is on screen: play the cell tapped while connecting, if it is playable. */

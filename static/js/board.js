@@ -1,6 +1,6 @@
 // The board: renders a server snapshot into the nine cells; clicks, taps and keys -> onPlay(cell).
 // Without onPlay it is a board to look at (the replay page): no input, no aria-disabled.
-import { evaluationWords } from "./squares.js";
+import { evaluationWords, number, t } from "./squares.js";
 
 /** Whether keys typed now go into a text field rather than to the page. */
 export function typing(target) {
@@ -24,21 +24,22 @@ export function modified(event) {
 }
 
 const ARROWS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-const FLAGS = { mistake: "the mistake", better: "a better move" };
+const FLAGS = { mistake: t("the mistake"), better: t("a better move") };
 
 /** A cell's accessible name, from what is on it: its mark, evaluation, hint or flag. */
 function label(cell) {
   const index = Number(cell.dataset.cell);
-  const parts = [`row ${Math.floor(index / 3) + 1}, column ${(index % 3) + 1}`,
-    cell.dataset.mark || "empty"];
+  const parts = [t("row {row}, column {column}",
+    { row: number(Math.floor(index / 3) + 1), column: number((index % 3) + 1) }),
+  cell.dataset.mark || t("empty")];
   if (cell.dataset.result) {
     // The words on the cell first, so that voice control can say what it sees.
     const words = evaluationWords({ result: cell.dataset.result, plies: Number(cell.dataset.plies) });
     parts.push(`${words.short}: ${words.long}`);
   }
-  if (cell.classList.contains("is-suggested")) parts.push("suggested move");
+  if (cell.classList.contains("is-suggested")) parts.push(t("suggested move"));
   if (cell.dataset.flag) parts.push(FLAGS[cell.dataset.flag]);
-  return parts.join(", ");
+  return parts.join(t(", "));
 }
 
 /**

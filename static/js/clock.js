@@ -1,7 +1,7 @@
 // The clock of a timed game, on the seats: the time left to the side on move, as text ("0:07")
 // and as a bar, counted down from the server's `time_left`; a warning at 5 seconds. The server
 // ends the game when the time is up: the page only shows it.
-import { clockWords } from "./squares.js";
+import { clockWords, tn } from "./squares.js";
 
 /**
  * `onTick(left)`: seconds left (a whole number, 0 at the end), at the start and on every
@@ -68,7 +68,7 @@ export function createClock(chips, { onLow }) {
     bar(side).style.setProperty("--left", String(Math.min(1, next / view.clock)));
     if (low && !warned && view.you === side) {
       warned = true;
-      onLow(`${left} seconds left`);
+      onLow(tn("{n} second left", "{n} seconds left", left));
     }
   });
 

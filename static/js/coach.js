@@ -1,7 +1,7 @@
 // What the board carries besides the game, and the review: evaluations of the moves, hints,
 // a finished game's review stepped through on the board. Which of them the viewer may have
 // comes from the view's `can` (hint, analyze, move); the verdicts come from the server.
-import { cellsWords } from "./squares.js";
+import { cellsWords, t, tn } from "./squares.js";
 import { createReviewer } from "./reviewer.js";
 
 /** Whether the same game at the same version as `game`. */
@@ -13,10 +13,10 @@ function current(mark, game) {
 function whyNot(game) {
   const can = game.can ?? [];
   if (can.includes("hint") || can.includes("analyze")) return "";
-  if (game.you === "spectator") return "You are watching: hints and evaluations are for the players";
+  if (game.you === "spectator") return t("You are watching: hints and evaluations are for the players");
   // Once the game is over the review is open: no need to promise it.
-  if (game.status !== "playing") return "No hints or evaluations in this game";
-  return "No hints or evaluations in this game: the review opens when it ends";
+  if (game.status !== "playing") return t("No hints or evaluations in this game");
+  return t("No hints or evaluations in this game: the review opens when it ends");
 }
 
 /**
@@ -174,28 +174,35 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
     async hint(show) {
       const { game, busy } = now();
       if (!game || busy || !game.can?.includes("hint")) return;
+      const lessons = import("./lessons.js"); // the advice in words, fetched beside the answer
       const answer = await call("hint", { game: game.id });
       if (!answer.ok) {
         notice(refusal(answer.error, "hint"));
         return;
       }
+      // The sentence that teaches, in the page's words from the answer's moves (else the server's).
+      const { adviceWords } = await lessons;
       if (now().game?.id !== game.id) return;
-      const advice = answer.advice ?? "";
+      const advice = adviceWords(answer);
       state.hint = { id: game.id, version: answer.game.version, cells: answer.best, advice };
       show(answer.game);
       if (now().game.version !== answer.game.version) return;
       if (advice) {
         // The server's one sentence that teaches, under the board beside the button pressed.
-        announce(`Hint: ${advice}`);
+        announce(t("Hint: {advice}", { advice }));
         return;
       }
       const { best } = answer;
-      const estimated = game.variant === "ultimate" ? " · estimated by search" : "";
+      const estimated = game.variant === "ultimate" ? t(" · estimated by search") : "";
       // An empty `best`: nothing the search could vouch for in its time (PROTOCOL v4).
-      let words = `Hint: no move evaluated in time — try again${estimated}`;
-      if (best.length > 2) words = `Hint: ${best.length} moves as good as each other${estimated}`;
-      else if (best.length) {
-        words = `Hint: ${best.length === 1 ? "play " : ""}${cellsWords(best, game.variant)}${estimated}`;
+      let words = t("Hint: no move evaluated in time — try again") + estimated;
+      if (best.length > 2) {
+        words = tn("Hint: {n} move as good as each other", "Hint: {n} moves as good as each other",
+          best.length) + estimated;
+      } else if (best.length) {
+        const cells = cellsWords(best, game.variant);
+        words = (best.length === 1 ? t("Hint: play {cells}", { cells }) : t("Hint: {cells}", { cells }))
+          + estimated;
       }
       news(words);
       announce(words);

@@ -3,6 +3,8 @@
 // levels per variant, modes, clocks, reactions, the claim delay), read once from the JSON the
 // page was rendered with; nothing here is written down a second time.
 
+import { t, tn } from "./squares.js";
+
 const element = document.getElementById("config");
 const EMPTY = { variants: {}, modes: [], clocks: [], reactions: [], claim_after: null };
 
@@ -24,9 +26,9 @@ export function recordKey(game) {
 /** The claim delay in words: "1 minute", "30 seconds". */
 export function claimWords() {
   const seconds = config.claim_after;
-  if (typeof seconds !== "number") return "a while";
-  const [count, unit] = seconds % 60 === 0 ? [seconds / 60, "minute"] : [seconds, "second"];
-  return `${count} ${unit}${count === 1 ? "" : "s"}`;
+  if (typeof seconds !== "number") return t("a while");
+  if (seconds % 60 === 0) return tn("{n} minute", "{n} minutes", seconds / 60);
+  return tn("{n} second", "{n} seconds", seconds);
 }
 
 const STORAGE_KEY = "ttt.preferences";

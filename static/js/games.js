@@ -1,14 +1,14 @@
 // "Your games": the player's live friend games, from the server's `games` answer (PROTOCOL v4),
 // each a link: the opponent's name, whose turn, the time left. Names are set as text, never as
 // markup.
-import { clockWords } from "./squares.js";
+import { clockWords, t } from "./squares.js";
 
 /** One game of the list in words: ["Ben", "your turn · 0:42"]. */
 export function gameWords(line) {
-  const who = line.opponent ?? (line.seated ? "Your friend" : "Nobody yet");
-  let turn = line.your_turn ? "your turn" : "their turn";
-  if (!line.seated) turn = "waiting for them to join";
-  else if (!line.online && !line.your_turn) turn = "their turn · away";
+  const who = line.opponent ?? (line.seated ? t("Your friend") : t("Nobody yet"));
+  let turn = line.your_turn ? t("your turn") : t("their turn");
+  if (!line.seated) turn = t("waiting for them to join");
+  else if (!line.online && !line.your_turn) turn = t("their turn · away");
   const board = line.variant === "ultimate" ? "9×9 · " : "";
   const left = line.clock && line.time_left !== null && line.time_left !== undefined
     ? ` · ${clockWords(line.time_left)}` : "";
@@ -48,7 +48,7 @@ export function createGames({ section, list }, { call }) {
       link.append(name, state);
       if (line.id === current) {
         link.setAttribute("aria-current", "page");
-        state.textContent += " · on screen";
+        state.textContent += t(" · on screen");
       }
       item.append(link);
       return item;

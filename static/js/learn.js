@@ -1,4 +1,5 @@
 // Learning aids under the board: the evaluations switch (a remembered preference) and Hint.
+import { t, tn } from "./squares.js";
 
 const STORAGE_KEY = "ttt.evaluations";
 
@@ -55,7 +56,8 @@ export function createLearn(
       hint.setAttribute("aria-disabled", String(!canHint));
       count.hidden = !used;
       count.textContent = String(used);
-      hint.setAttribute("aria-label", used ? `Hint, ${used} taken so far` : "Hint");
+      hint.setAttribute("aria-label",
+        used ? tn("Hint, {n} taken so far", "Hint, {n} taken so far", used) : t("Hint"));
       if (advice.textContent !== words) advice.textContent = words;
       advice.hidden = !words;
       legend.hidden = !on;

@@ -2,6 +2,7 @@
 // page (a modal <dialog>: it keeps the keyboard inside, Escape stays, focus returns after).
 import { claimWords } from "./controls.js";
 import { friendName } from "./words.js";
+import { t } from "./squares.js";
 
 /** Whether someone else sits at `game` and would be told: a friend in the other seat. */
 function somebodyThere(game) {
@@ -30,21 +31,22 @@ export function leaving(game) {
     // A standing offer is taken back (or declined) rather than left hanging.
     return can.has("decline") ? { event: "decline", ask: false } : null;
   }
-  const title = "Leave this game?";
+  const title = t("Leave this game?");
   if (you === "both") {
     // Two people at one screen: their game is only asked about once it has moves.
     const event = can.has("abort") ? "abort" : null;
     if (!game.moves.length) return event ? { event, ask: false } : null;
-    const text = event ? "The game is cancelled: it counts nowhere." : "The game will be left as it is.";
-    return { event, ask: true, title, text, go: "Leave" };
+    const text = event ? t("The game is cancelled: it counts nowhere.")
+      : t("The game will be left as it is.");
+    return { event, ask: true, title, text, go: t("Leave") };
   }
   if (game.mode === "ai") {
     if (!marked(game)) return null; // nothing of the person's is on the board: nothing to lose
     return can.has("abort")
-      ? { event: null, ask: true, title, text: "The game is not counted: nobody wins.", go: "Leave" }
+      ? { event: null, ask: true, title, text: t("The game is not counted: nobody wins."), go: t("Leave") }
       : {
         event: null, ask: true, title,
-        text: "You resign: this counts as a loss against the AI.", go: "Resign and leave",
+        text: t("You resign: this counts as a loss against the AI."), go: t("Resign and leave"),
       };
   }
   if (game.mode !== "friend") return null;
@@ -52,17 +54,20 @@ export function leaving(game) {
     // Nothing that counts is lost: only a friend who is there is asked about.
     if (!somebodyThere(game)) {
       // Worth a word only once the player had put a mark down.
-      return { event: "abort", ask: false, told: marked(game) ? "The game you left was not counted" : "" };
+      return { event: "abort", ask: false,
+        told: marked(game) ? t("The game you left was not counted") : "" };
     }
     return {
       event: "abort", ask: true, title,
-      text: "The game is cancelled: nobody wins, and it counts nowhere.", go: "Cancel it and leave",
+      text: t("The game is cancelled: nobody wins, and it counts nowhere."),
+      go: t("Cancel it and leave"),
     };
   }
   const friend = friendName(game, you);
   return {
     event: null, ask: true, title,
-    text: `The game stays open: ${friend} can claim it in ${claimWords()}.`, go: "Leave",
+    text: t("The game stays open: {friend} can claim it in {time}.", { friend, time: claimWords() }),
+    go: t("Leave"),
   };
 }
 
@@ -70,21 +75,21 @@ export function leaving(game) {
  * in words, or "": worth a word only once the person had put a mark down. */
 export function leftWords(left, game) {
   if (!left || !game || left.game !== game.id || !marked(game)) return "";
-  if (left.status === "aborted") return "The game you left was not counted";
-  return left.reason === "resign" ? "The game you left counted as a loss" : "";
+  if (left.status === "aborted") return t("The game you left was not counted");
+  return left.reason === "resign" ? t("The game you left counted as a loss") : "";
 }
 
 /** The words of the Resign and Abort buttons' question. */
 export function ending(game, event) {
   if (event === "abort") {
     return {
-      title: "Abort this game?", text: "Nobody wins, and it counts nowhere.", go: "Abort",
+      title: t("Abort this game?"), text: t("Nobody wins, and it counts nowhere."), go: t("Abort"),
     };
   }
   const text = game.mode === "ai"
-    ? "It counts as a loss against the AI."
-    : `${friendName(game, game.you, { start: true })} wins the game.`;
-  return { title: "Resign this game?", text, go: "Resign" };
+    ? t("It counts as a loss against the AI.")
+    : t("{name} wins the game.", { name: friendName(game, game.you, { start: true }) });
+  return { title: t("Resign this game?"), text, go: t("Resign") };
 }
 
 /** Wire the dialog: ask({title, text, go}) -> Promise<boolean> (true: go ahead). */

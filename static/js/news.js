@@ -1,6 +1,7 @@
 // News of a change between two views of a game, naming the person: who joined, left or came
 // back, offered, declined or withdrew a rematch, reacted, or ended the game and how.
 import { friendName, opponentOf, sideName } from "./words.js";
+import { t } from "./squares.js";
 
 /**
  * Who called the game off and how, from the view's `aborted` ({reason, by}, PROTOCOL v3) or,
@@ -10,14 +11,15 @@ function abortWords(previous, game, you, own, Friend) {
   const { reason, by } = game.aborted ?? {};
   if (reason === "no_start") {
     // The side on move let its first-move window pass.
-    if (previous.turn === you) return "You did not make your first move in time — nothing counts";
-    const who = Friend ?? sideName(game, previous.turn);
-    return `${who} did not make a first move in time — nothing counts`;
+    if (previous.turn === you) return t("You did not make your first move in time — nothing counts");
+    const name = Friend ?? sideName(game, previous.turn);
+    return t("{name} did not make a first move in time — nothing counts", { name });
   }
   const mine = by ? by === you : own === "abort";
-  if (mine) return "You cancelled the game — nothing counts";
-  if (Friend) return `${Friend} cancelled the game — nothing counts`;
-  return by ? `${sideName(game, by)} cancelled the game — nothing counts` : "The game was cancelled";
+  if (mine) return t("You cancelled the game — nothing counts");
+  if (Friend) return t("{name} cancelled the game — nothing counts", { name: Friend });
+  return by ? t("{name} cancelled the game — nothing counts", { name: sideName(game, by) })
+    : t("The game was cancelled");
 }
 
 /**
@@ -31,9 +33,13 @@ export function describeEnd(previous, game, you, { own = null } = {}) {
   if (game.status === "aborted") return abortWords(previous, game, you, own, Friend);
   if (!Friend || game.mode !== "friend") return "";
   const loser = opponentOf(game.winner);
-  if (game.reason === "resign" && loser === other) return `${Friend} resigned`;
-  if (game.reason === "time") return loser === other ? `${Friend} ran out of time` : "You ran out of time";
-  if (game.reason === "claim") return loser === other ? "You claimed the win" : `${Friend} claimed the win`;
+  if (game.reason === "resign" && loser === other) return t("{name} resigned", { name: Friend });
+  if (game.reason === "time") {
+    return loser === other ? t("{name} ran out of time", { name: Friend }) : t("You ran out of time");
+  }
+  if (game.reason === "claim") {
+    return loser === other ? t("You claimed the win") : t("{name} claimed the win", { name: Friend });
+  }
   return "";
 }
 
@@ -43,10 +49,11 @@ export function describePresence(previous, game, you) {
   const other = game.mode === "friend" ? opponentOf(you) : null;
   if (!other || !previous || previous.id !== game.id) return "";
   const Friend = friendName(game, you, { start: true });
-  if (previous.seats[other] === "open" && game.seats[other] === "human") return `${Friend} joined`;
+  const name = Friend;
+  if (previous.seats[other] === "open" && game.seats[other] === "human") return t("{name} joined", { name });
   if (game.status !== "playing") return "";
-  if (previous.online[other] && !game.online[other]) return `${Friend} left`;
-  if (!previous.online[other] && game.online[other]) return `${Friend} is back`;
+  if (previous.online[other] && !game.online[other]) return t("{name} left", { name });
+  if (!previous.online[other] && game.online[other]) return t("{name} is back", { name });
   return "";
 }
 
@@ -57,12 +64,14 @@ export function describePresence(previous, game, you) {
 function watchedPresence(previous, game) {
   const same = previous?.id === game.id;
   const news = ["X", "O"].map((side) => {
-    const who = sideName(game, side);
-    if (same && previous.seats[side] === "open" && game.seats[side] === "human") return `${who} joined`;
+    const name = sideName(game, side);
+    if (same && previous.seats[side] === "open" && game.seats[side] === "human") {
+      return t("{name} joined", { name });
+    }
     if (game.status !== "playing" || game.seats[side] !== "human") return "";
     const was = same ? previous.online[side] : true;
-    if (was && !game.online[side]) return `${who} is away`;
-    if (same && !was && game.online[side]) return `${who} is back`;
+    if (was && !game.online[side]) return t("{name} is away", { name });
+    if (same && !was && game.online[side]) return t("{name} is back", { name });
     return "";
   });
   return news.filter(Boolean).join(" · ");
@@ -75,11 +84,13 @@ export function describeOffer(game, you) {
   if (from === you) {
     const other = opponentOf(you);
     // An offer to somebody who has gone waits for nobody: say so (Withdraw takes it back).
-    if (other && game.online?.[other] === false) return `Rematch offered — ${friendName(game, you, { start: true })} has left`;
-    return `Rematch offered — waiting for ${friendName(game, you)}`;
+    if (other && game.online?.[other] === false) {
+      return t("Rematch offered — {name} has left", { name: friendName(game, you, { start: true }) });
+    }
+    return t("Rematch offered — waiting for {name}", { name: friendName(game, you) });
   }
-  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
-  return `${who} wants a rematch`;
+  const name = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, from);
+  return t("{name} wants a rematch", { name });
 }
 
 /**
@@ -92,17 +103,18 @@ export function describeOfferChange(previous, game, you, { withdrawn = false } =
   const now = game.offer?.rematch ?? null;
   if (before === now || withdrawn) return "";
   const Friend = friendName(game, you, { start: true });
-  if (now && now !== you) return `${Friend} wants a rematch`;
+  if (now && now !== you) return t("{name} wants a rematch", { name: Friend });
   if (before && !now && !game.rematch) {
-    return before === you ? `${Friend} declined the rematch` : `${Friend} took the offer back`;
+    return before === you ? t("{name} declined the rematch", { name: Friend })
+      : t("{name} took the offer back", { name: Friend });
   }
   return "";
 }
 
 /** A reaction said out loud: "Ben: applause" (`words`: what the reaction says). */
 export function describeReaction(game, you, from, words) {
-  let who = sideName(game, from);
-  if (from === you) who = "You";
-  else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who}: ${words}`;
+  let name = sideName(game, from);
+  if (from === you) name = t("You");
+  else if (opponentOf(you)) name = friendName(game, you, { start: true });
+  return t("{name}: {words}", { name, words });
 }

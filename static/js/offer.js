@@ -3,7 +3,7 @@
 // is over, and a rematch offer with Accept and Decline, or Withdraw for the one who made it.
 // They share one slot, so nothing else moves when one takes the place of another.
 import { createCountdown } from "./clock.js";
-import { clockWords } from "./squares.js";
+import { clockWords, t } from "./squares.js";
 import { describeOffer } from "./news.js";
 
 /**
@@ -29,7 +29,8 @@ export function createOffer({ row, buttons, text }, handlers) {
   pressed("follow", () => handlers.onFollow());
 
   const countdown = createCountdown((left) => {
-    buttons.claim.textContent = left > 0 ? `Claim the win in ${clockWords(left)}` : "Claim the win";
+    buttons.claim.textContent = left > 0
+      ? t("Claim the win in {time}", { time: clockWords(left) }) : t("Claim the win");
   }, () => handlers.onClaimDue());
 
   /** Which button holds the slot for `game`. */
@@ -74,7 +75,7 @@ export function createOffer({ row, buttons, text }, handlers) {
         buttons.claim.setAttribute("aria-disabled", String(!can.has("claim")));
         if (can.has("claim")) {
           countdown.stop();
-          buttons.claim.textContent = "Claim the win";
+          buttons.claim.textContent = t("Claim the win");
         } else if (fresh) {
           // At least a second: a view that says "now" but does not allow it yet is asked again
           // a moment later, not at once in a loop.

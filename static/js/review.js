@@ -1,7 +1,7 @@
 // The review card of a finished game (and of the replay page): the result, step buttons and
 // keys, the moves, each side's first mistake, and a link to the replay.
 import { modified, onPage, typing } from "./board.js";
-import { moveWords, squareWords } from "./squares.js";
+import { moveWords, number as formatted, squareWords, t } from "./squares.js";
 
 /** Copy a read-only field's text; without a clipboard (plain http), select it. True if copied. */
 export async function copyField(input) {
@@ -22,9 +22,13 @@ const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "la
  */
 export function captionWords(ply, moves, sides, variant) {
   const total = moves.length;
-  if (ply === 0) return `Start · move 0 of ${total}`;
-  if (ply === total) return `Final position · move ${total} of ${total}`;
-  return `Move ${ply} of ${total}: ${moveWords(sides[ply - 1], moves[ply - 1], variant)}`;
+  if (ply === 0) return t("Start · move 0 of {total}", { total: formatted(total) });
+  if (ply === total) {
+    return t("Final position · move {number} of {total}",
+      { number: formatted(total), total: formatted(total) });
+  }
+  return t("Move {number} of {total}: {move}", { number: formatted(ply), total: formatted(total),
+    move: moveWords(sides[ply - 1], moves[ply - 1], variant) });
 }
 
 function moveItem(ply, cell, side, variant) {
@@ -34,7 +38,7 @@ function moveItem(ply, cell, side, variant) {
   item.dataset.side = side;
   const number = document.createElement("span");
   number.className = "move-number";
-  number.textContent = `${ply + 1}.`;
+  number.textContent = `${formatted(ply + 1)}.`;
   const mark = document.createElement("span");
   mark.className = "move-side";
   mark.textContent = side;
@@ -47,7 +51,7 @@ function flagItem(item) {
   item.classList.add("is-mistake");
   const flag = document.createElement("span");
   flag.className = "move-flag";
-  flag.textContent = "mistake";
+  flag.textContent = t("mistake");
   item.append(" ", flag);
 }
 
@@ -88,8 +92,8 @@ export function createReview(root, { onStep, onShow, onTry }) {
 
   part("copy").addEventListener("click", async () => {
     feedback.textContent = await copyField(link)
-      ? "Link copied"
-      : "Link selected — copy it with Ctrl+C, or long-press on a phone";
+      ? t("Link copied")
+      : t("Link selected — copy it with Ctrl+C, or long-press on a phone");
   });
   link.addEventListener("focus", () => link.select());
 
@@ -111,10 +115,13 @@ export function createReview(root, { onStep, onShow, onTry }) {
   let sides = []; // who made each move of the game on the card
   let variant = "classic"; // of the game on the card: how its cells are named
 
-  function setMistake(side, mistake, who) {
+  let lessons = null; // lessons.js (the mistakes in words): asked for once a review opens
+
+  function setMistake(side, mistake, who, mistakeWords = null) {
     const block = blocks[side];
     block.querySelector('[data-review="who"]').textContent = who ? `${side} · ${who}` : side;
-    block.querySelector('[data-review="text"]').textContent = mistake ? mistake.text : "No mistakes";
+    block.querySelector('[data-review="text"]').textContent = mistake ? mistakeWords(mistake)
+      : t("No mistakes");
     block.querySelector(".mistake-actions").hidden = !mistake;
   }
 
@@ -127,6 +134,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
     open({ moves, sides: movers, summary: line, names = {}, href, variant: kind = "classic" }) {
       const key = moves.join(".");
       const fresh = root.dataset.key !== key;
+      lessons ??= import("./lessons.js");
       root.dataset.key = key;
       sides = movers;
       variant = kind;
@@ -141,7 +149,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
         list.replaceChildren(...moves.map((cell, ply) => moveItem(ply, cell, sides[ply], variant)));
         for (const side of ["X", "O"]) {
           setMistake(side, null, names[side]);
-          blocks[side].querySelector('[data-review="text"]').textContent = "Looking for mistakes…";
+          blocks[side].querySelector('[data-review="text"]').textContent = t("Looking for mistakes…");
         }
         feedback.textContent = "";
         caption.textContent = captionWords(moves.length, moves, sides, variant);
@@ -151,17 +159,22 @@ export function createReview(root, { onStep, onShow, onTry }) {
 
     /** Mark each side's first mistake (the `review` of the analyze answer). */
     fill(review, names = {}) {
-      for (const side of ["X", "O"]) {
-        const mistake = review[side];
-        setMistake(side, mistake, names[side]);
-        if (mistake) flagItem(list.querySelector(`[data-ply="${mistake.ply + 1}"]`));
-      }
+      const key = root.dataset.key;
+      lessons ??= import("./lessons.js");
+      lessons.then(({ mistakeWords }) => {
+        if (root.dataset.key !== key) return; // another game's card by now
+        for (const side of ["X", "O"]) {
+          const mistake = review[side];
+          setMistake(side, mistake, names[side], mistakeWords);
+          if (mistake) flagItem(list.querySelector(`[data-ply="${mistake.ply + 1}"]`));
+        }
+      });
     },
 
     /** Say the review could not be loaded (it is asked again on the next change). */
     failed() {
       for (const side of ["X", "O"]) {
-        blocks[side].querySelector('[data-review="text"]').textContent = "Could not load the review";
+        blocks[side].querySelector('[data-review="text"]').textContent = t("Could not load the review");
       }
     },
 

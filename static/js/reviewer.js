@@ -1,7 +1,7 @@
 // The review of a finished game, for the coach: the card opened (and its positions and first
 // mistakes asked for) once a game is over, stepping through it on the board, and a practice
 // game from just before a mistake. The verdicts come from the server.
-import { sidesOf } from "./squares.js";
+import { sidesOf, t } from "./squares.js";
 import { nameAt, summarize } from "./words.js";
 
 /** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
@@ -13,9 +13,9 @@ function sideNames(game) {
       .map((side) => [side, nameAt(game, side)]));
   }
   const other = you === "X" ? "O" : "X";
-  let them = nameAt(game, other) || "Friend";
-  if (game.mode === "ai") them = "AI";
-  return { [you]: "You", [other]: them };
+  let them = nameAt(game, other) || t("Friend");
+  if (game.mode === "ai") them = t("AI");
+  return { [you]: t("You"), [other]: them };
 }
 
 /** The full link to a game's replay, from the view's `replay` path; "" before its first move. */

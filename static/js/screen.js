@@ -2,6 +2,7 @@
 // change between two views said (the news line, the live region, a sound). They decide nothing:
 // what is shown comes from the view, what is said from the difference of two views.
 import { loadPreferences, recordKey } from "./controls.js";
+import { t } from "./squares.js";
 import { describeEnd, describeOfferChange, describePresence } from "./news.js";
 import {
   describe, describeFirstMove, describeLastMove, describeStart, nameAt, opponentOf, sentences,
@@ -9,7 +10,8 @@ import {
 
 /** "You play O this time": a rematch swapped the side of a seated player, or "". */
 export function swapped(before, now) {
-  return opponentOf(now) && opponentOf(before) && now !== before ? `You play ${now} this time` : "";
+  return opponentOf(now) && opponentOf(before) && now !== before
+    ? t("You play {side} this time", { side: now }) : "";
 }
 
 /** The blip for a view that just changed: a mark placed, or how the game ended. */

@@ -1,8 +1,9 @@
 // The two seats above the board (names, whose turn, who won, who is online) and the line under
 // them (the running score, how many watch). The player's own name is edited on its seat.
 import { isBot, nameAt, scoreWords, seatName } from "./words.js";
+import { t, tn } from "./squares.js";
 
-const PRESENCE_WORDS = { online: "online", offline: "away", open: "seat open" };
+const PRESENCE_WORDS = { online: t("online"), offline: t("away"), open: t("seat open") };
 
 /**
  * Wire the chips ({X, O}: .player elements), the series line and its two parts.
@@ -91,9 +92,10 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       // Said, not shown: whose seat this is, and who is online.
       const bot = isBot(game, side);
       chip.classList.toggle("is-bot", bot);
-      const words = [side === you && nameAt(game, side) ? "you" : "", bot ? "bot" : "",
+      const words = [side === you && nameAt(game, side) ? t("you") : "", bot ? t("bot") : "",
         presence && side !== you ? PRESENCE_WORDS[presence] : ""].filter(Boolean);
-      part(side, "presence-text").textContent = words.length ? `, ${words.join(", ")}` : "";
+      part(side, "presence-text").textContent = words.length
+        ? `${t(", ")}${words.join(t(", "))}` : "";
       chip.classList.toggle("is-turn", game.status === "playing" && game.turn === side);
       chip.classList.toggle("is-winner", game.winner === side);
       // Your own name, in a game against a friend: a tap on it edits it.
@@ -101,13 +103,15 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       chip.classList.toggle("is-editable", editable);
       const button = part(side, "edit");
       button.hidden = !editable || editing === side;
-      button.setAttribute("aria-label", `Your name: ${nameAt(game, side) || "not set"}. Change it`);
+      const own = nameAt(game, side);
+      button.setAttribute("aria-label", own ? t("Your name: {name}. Change it", { name: own })
+        : t("Your name: not set. Change it"));
       if (!editable && editing === side) stop(side);
     }
     const words = scoreWords(game, you);
     const count = friendGame ? game.watchers ?? 0 : 0;
     score.textContent = words;
-    watching.textContent = count ? `${count} watching` : "";
+    watching.textContent = count ? tn("{n} watching", "{n} watching", count) : "";
     watching.hidden = !count;
     // The line keeps its height all game long in the modes that have one: nothing moves
     // when the first watcher comes.

@@ -7,6 +7,7 @@ import { createCaller } from "./caller.js";
 import { createScreen, swapped } from "./screen.js";
 import { createActs, newest } from "./acts.js";
 import { refusalText } from "./status.js";
+import { t } from "./squares.js";
 
 /**
  * The states and, for each, the transitions it takes: event -> next state ("back": ready when
@@ -328,7 +329,7 @@ export function createSession(parts, { call: send, app, calm }) {
       }
       state.following = push.game.id;
       screen.paint(game, { following: state.following, link: state.link, record: state.record });
-      status.announce("A rematch has started");
+      status.announce(t("A rematch has started"));
     },
 
   };

@@ -1,6 +1,7 @@
 // The share panel of a friend game: the link, Copy, the Web Share sheet, the QR code. Loaded
 // the first time a friend game waits for its second player (see main.js).
 import { copyField } from "./review.js";
+import { t } from "./squares.js";
 
 /** Wire the panel in `root`. */
 export function createShare(root) {
@@ -19,16 +20,17 @@ export function createShare(root) {
 
   copy.addEventListener("click", async () => {
     say(await copyField(input)
-      ? "Link copied — send it to your friend"
-      : "Link selected — copy it with Ctrl+C, or long-press on a phone");
+      ? t("Link copied — send it to your friend")
+      : t("Link selected — copy it with Ctrl+C, or long-press on a phone"));
   });
 
   native.addEventListener("click", async () => {
     try {
-      const text = inviter ? `${inviter} invites you to a game of tic-tac-toe` : "Play tic-tac-toe with me";
-      await navigator.share({ title: "Tic-tac-toe", text, url: input.value });
+      const text = inviter ? t("{name} invites you to a game of tic-tac-toe", { name: inviter })
+        : t("Play tic-tac-toe with me");
+      await navigator.share({ title: t("Tic-tac-toe"), text, url: input.value });
     } catch (error) {
-      if (error?.name !== "AbortError") say("Sharing did not work — copy the link instead");
+      if (error?.name !== "AbortError") say(t("Sharing did not work — copy the link instead"));
     }
   });
 

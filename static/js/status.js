@@ -1,22 +1,24 @@
 // The status line, move news, refusals, the banner and the record: the page's elements for
 // words (the words themselves are in words.js and squares.js).
-import { boardWords } from "./squares.js";
+import { boardWords, number, t } from "./squares.js";
+import { levelWords } from "./words.js";
 
+// The page's words for each refusal's code: a person reads these, a program reads the code.
 const REFUSALS = {
-  occupied: "That square is taken",
-  not_your_turn: "Wait for your turn",
-  game_over: "The game is over — start a new one",
-  spectator: "You are watching this game",
-  rate_limited: "Too fast — give it a moment",
-  stale: "The board had changed — here is the latest",
-  not_found: "That game does not exist",
-  unavailable: "That did not go through — try again",
-  internal: "Something went wrong on the server — try again",
-  bad_request: "The server did not understand that",
-  timeout: "The server did not answer — try again",
-  offline: "You are offline — reconnecting…",
-  bad_answer: "The server sent something odd — try again",
-  busy: "The AI is busy — try again in a moment",
+  occupied: t("That square is taken"),
+  not_your_turn: t("Wait for your turn"),
+  game_over: t("The game is over — start a new one"),
+  spectator: t("You are watching this game"),
+  rate_limited: t("Too fast — give it a moment"),
+  stale: t("The board had changed — here is the latest"),
+  not_found: t("That game does not exist"),
+  unavailable: t("That did not go through — try again"),
+  internal: t("Something went wrong on the server — try again"),
+  bad_request: t("The server did not understand that"),
+  timeout: t("The server did not answer — try again"),
+  offline: t("You are offline — reconnecting…"),
+  bad_answer: t("The server sent something odd — try again"),
+  busy: t("The AI is busy — try again in a moment"),
 };
 
 const NOTICE_MS = 4500;
@@ -26,21 +28,26 @@ const FLASH_MS = 6000;
 export function refusalText(error, event, game = null) {
   const code = error?.code;
   if (event === "claim" && code === "not_allowed") {
-    return "Not yet — wait for the countdown to end";
+    return t("Not yet — wait for the countdown to end");
   }
   if (event === "move" && code === "not_allowed" && game?.variant === "ultimate") {
     const open = game.next === null || game.next === undefined;
-    return open ? "Not there — that board is closed"
-      : `Not there — play in ${boardWords(game.next)}`;
+    return open ? t("Not there — that board is closed")
+      : t("Not there — play in {board}", { board: boardWords(game.next) });
   }
   if (code === "busy" && event === "new_game" && error?.message) {  // the levels that start
-    return error.message[0].toUpperCase() + error.message.slice(1);
+    const levels = (error.available ?? []).map((level) => levelWords(level).toLowerCase());
+    const full = t("The AI is at capacity: no new games at this level for now");
+    return levels.length ? `${full} ${t("(try {levels})", { levels: levels.join(t(" or ")) })}`
+      : full;
   }
   if (code === "not_allowed") {
-    const why = error?.message ? `: ${error.message}` : "";
-    return `That is not allowed right now${why}`;
+    // The server's reason, in English on the wire: the catalog has the page's words for it
+    // (those marked N_ in ttt/, served with the page's own).
+    const why = error?.message ? `: ${t(error.message)}` : "";
+    return t("That is not allowed right now") + why;
   }
-  return REFUSALS[code] ?? (error?.message || "Something went wrong — try again");
+  return REFUSALS[code] ?? (error?.message || t("Something went wrong — try again"));
 }
 
 /** Wire the words of the page to their elements. */
@@ -54,7 +61,7 @@ export function createStatus({
   let said = "";
 
   function title() {
-    document.title = `${titleLead ? `${titleLead} · ` : ""}${said} · Tic-tac-toe`;
+    document.title = `${titleLead ? `${titleLead} · ` : ""}${said} · ${t("Tic-tac-toe")}`;
   }
 
   // The tab title keeps "Ana joined" while the tab is in the background; coming back ends it.
@@ -156,10 +163,10 @@ export function createStatus({
         return;
       }
       const texts = {
-        retrying: "Connection lost — reconnecting…",
-        trouble: "Server trouble — retrying…",
-        down: "Cannot reach the server — reload the page",
-        offline: "You are offline — your last game, read only; it reconnects by itself",
+        retrying: t("Connection lost — reconnecting…"),
+        trouble: t("Server trouble — retrying…"),
+        down: t("Cannot reach the server — reload the page"),
+        offline: t("You are offline — your last game, read only; it reconnects by itself"),
       };
       bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;
@@ -171,7 +178,7 @@ export function createStatus({
         if (stats) {
           const line = stats[row.dataset.level] ?? { wins: 0, draws: 0, losses: 0 };
           for (const cell of row.querySelectorAll("[data-stat]")) {
-            cell.textContent = String(line[cell.dataset.stat] ?? 0);
+            cell.textContent = number(line[cell.dataset.stat] ?? 0);
           }
         }
         row.classList.toggle("is-current", row.dataset.level === level);

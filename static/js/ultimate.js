@@ -3,15 +3,17 @@
 // board to look at (the replay page). It works out no rule: who won a small board and where the
 // mover may play come in the view (`boards`, `targets`, `legal`).
 import { arrowTo, modified, typing } from "./board.js";
-import { boardWords, CELL_NAMES, estimateWords, placeWords, ultimateParts } from "./squares.js";
+import {
+  BOARD_NAMES, boardWords, CELL_NAMES, estimateWords, placeWords, t, ultimateParts,
+} from "./squares.js";
 import { build } from "./ultimate-grid.js";
 
-const STATES = { X: "won by X", O: "won by O", "-": "full, nobody won it" };
+const STATES = { X: t("won by X"), O: t("won by O"), "-": t("full, nobody won it") };
 
 /** "Centre board" and what the view says of it, for people. */
 function smallBoardWords(b, state) {
-  const name = CELL_NAMES[b].charAt(0).toUpperCase() + CELL_NAMES[b].slice(1);
-  return STATES[state] ? `${name} board, ${STATES[state]}` : `${name} board`;
+  const name = BOARD_NAMES[b].charAt(0).toUpperCase() + BOARD_NAMES[b].slice(1);
+  return STATES[state] ? t("{board}, {state}", { board: name, state: STATES[state] }) : name;
 }
 
 /** The small boards to light up: the view's `targets` (PROTOCOL v4), as the server sent them. */
@@ -37,8 +39,8 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   /** Where the view says the mover must play, for a label: "you must play in the top board". */
   function where() {
     if (!shown?.playable) return "";
-    return shown.lit.size === 1 ? `you must play in ${boardWords(only())}`
-      : "you may play in any open board";
+    return shown.lit.size === 1 ? t("you must play in {board}", { board: boardWords(only()) })
+      : t("you may play in any open board");
   }
 
   /** The one small board the mover may play in, as the view's `targets` say, or null. */
@@ -49,14 +51,14 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   function label(cell) {
     const index = Number(cell.dataset.ucell);
     const { board: b } = ultimateParts(index);
-    const words = [placeWords(index, "ultimate"), cell.dataset.mark || "empty"];
+    const words = [placeWords(index, "ultimate"), cell.dataset.mark || t("empty")];
     const state = shown?.boards[b];
-    if (STATES[state]) words.push(`board ${STATES[state]}`);
+    if (STATES[state]) words.push(t("board {state}", { state: STATES[state] }));
     if (cell.dataset.score) words.push(estimateWords(Number(cell.dataset.score) / 100).long);
     else if (cell.dataset.estimate) words.push(estimateWords(null).long);
-    if (cell.classList.contains("is-suggested")) words.push("suggested move");
-    if (cell.classList.contains("is-last")) words.push("last move");
-    const text = words.join(", ");
+    if (cell.classList.contains("is-suggested")) words.push(t("suggested move"));
+    if (cell.classList.contains("is-last")) words.push(t("last move"));
+    const text = words.join(t(", "));
     const must = cell.dataset.mark ? "" : where();
     return must ? `${text}; ${must}` : text;
   }
@@ -159,11 +161,11 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
           const taken = Array.from(small.querySelectorAll(".ucell"))
             .filter((cell) => cell.dataset.mark === side)
             .map((cell) => CELL_NAMES[ultimateParts(Number(cell.dataset.ucell)).square]);
-          return taken.length ? `${side} on ${taken.join(", ")}` : "";
+          return taken.length ? t("{side} on {cells}", { side, cells: taken.join(t(", ")) }) : "";
         }).filter(Boolean);
-        words = [words, marks.join("; ") || "empty"].join(": ");
+        words = [words, marks.join("; ") || t("empty")].join(": ");
       } else if (shown.lit.has(b)) {
-        words = `${words}, ${shown.playable ? "play here" : "to be played in"}`;
+        words = `${words}${t(", ")}${shown.playable ? t("play here") : t("to be played in")}`;
       }
       small.setAttribute("aria-label", words);
     });

@@ -1,16 +1,17 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { CELL_NAMES, placeWords } from "./squares.js";
+import { BOARD_NAMES, CELL_NAMES, number, placeWords, t, tn } from "./squares.js";
 
 /** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
  * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
 export function playWhere(game) {
   if (game.variant !== "ultimate" || game.status !== "playing") return "";
   const targets = game.targets ?? [];
-  if (targets.length === 1) return `${CELL_NAMES[targets[0]]} board`;
+  if (targets.length === 1) return BOARD_NAMES[targets[0]];
   const open = [...(game.boards ?? "")].filter((state) => state === ".").length;
-  if (!targets.length || targets.length === open) return "any open board";
-  return `${targets.map((b) => CELL_NAMES[b]).join(" or ")} board`;
+  if (!targets.length || targets.length === open) return t("any open board");
+  // "top or bottom left board": one noun for the places it lists.
+  return t("{places} board", { places: targets.map((b) => CELL_NAMES[b]).join(t(" or ")) });
 }
 
 function whereWords(game) {
@@ -25,8 +26,10 @@ export function opponentOf(you) {
   return null;
 }
 
-function capitalize(word) {
-  return word ? word[0].toUpperCase() + word.slice(1) : "";
+/** A level's name: "Easy", "Perfect". */
+export function levelWords(level) {
+  const names = { easy: t("Easy"), medium: t("Medium"), hard: t("Hard"), perfect: t("Perfect") };
+  return names[level] ?? (level ? level[0].toUpperCase() + level.slice(1) : "");
 }
 
 /**
@@ -52,7 +55,7 @@ export function isBot(game, side) {
 export function friendName(game, you, { start = false } = {}) {
   const name = nameAt(game, opponentOf(you));
   if (name) return name;
-  return start ? "Your friend" : "your friend";
+  return start ? t("Your friend") : t("your friend");
 }
 
 /** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
@@ -63,61 +66,64 @@ export function sideName(game, side) {
 /** How a won game was won, told without a point of view: ", X resigned", " on time". */
 function how(game) {
   const loser = opponentOf(game.winner);
-  if (game.reason === "resign") return `, ${sideName(game, loser)} resigned`;
-  if (game.reason === "claim") return `, ${sideName(game, loser)} left`;
-  if (game.reason === "time") return " on time";
+  if (game.reason === "resign") return t(", {name} resigned", { name: sideName(game, loser) });
+  if (game.reason === "claim") return t(", {name} left", { name: sideName(game, loser) });
+  if (game.reason === "time") return t(" on time");
   return "";
 }
 
 /** A game told without a point of view: "X to move", "O wins", "Draw". */
 function neutral(game) {
-  if (game.status === "aborted") return "Game cancelled";
-  if (game.status === "draw") return "Draw";
-  if (game.status === "won") return `${sideName(game, game.winner)} wins${how(game)}`;
-  return `${sideName(game, game.turn)} to move${whereWords(game)}`;
+  if (game.status === "aborted") return t("Game cancelled");
+  if (game.status === "draw") return t("Draw");
+  if (game.status === "won") return t("{name} wins", { name: sideName(game, game.winner) }) + how(game);
+  return t("{name} to move", { name: sideName(game, game.turn) }) + whereWords(game);
 }
 
 /** The end of a game as `you` (a seat) saw it: "You win — Ben resigned", "You resigned". */
 function ending(game, you) {
-  if (game.status === "aborted") return "Game cancelled";
-  if (game.status === "draw") return "Draw";
+  if (game.status === "aborted") return t("Game cancelled");
+  if (game.status === "draw") return t("Draw");
   const friend = friendName(game, you);
   const Friend = friendName(game, you, { start: true });
   if (game.winner === you) {
-    if (game.reason === "claim") return `You win — ${friend} left`;
-    if (game.reason === "resign") return game.mode === "ai" ? "You win — the AI resigned" : `You win — ${friend} resigned`;
-    if (game.reason === "time") return "You win on time";
-    return "You win!";
+    if (game.reason === "claim") return t("You win — {friend} left", { friend });
+    if (game.reason === "resign") {
+      return game.mode === "ai" ? t("You win — the AI resigned")
+        : t("You win — {friend} resigned", { friend });
+    }
+    if (game.reason === "time") return t("You win on time");
+    return t("You win!");
   }
-  if (game.reason === "resign") return "You resigned";
-  if (game.mode === "ai") return "The AI wins";
-  if (game.reason === "time") return `Out of time — ${friend} wins`;
-  if (game.reason === "claim") return `${Friend} claimed the win`;
-  return `${Friend} wins`;
+  if (game.reason === "resign") return t("You resigned");
+  if (game.mode === "ai") return t("The AI wins");
+  if (game.reason === "time") return t("Out of time — {friend} wins", { friend });
+  if (game.reason === "claim") return t("{Friend} claimed the win", { Friend });
+  return t("{Friend} wins", { Friend });
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
 export function describe(game, you) {
-  if (you === "spectator") return `You are watching — ${neutral(game)}`;
+  if (you === "spectator") return t("You are watching — {game}", { game: neutral(game) });
   const other = opponentOf(you);
   if (!other) return neutral(game);
   if (game.status !== "playing") return ending(game, you);
   const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
-    if (game.seats[other] === "open") return "Waiting for your friend to join";
+    if (game.seats[other] === "open") return t("Waiting for your friend to join");
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
     // waited for. One who went away mid-game changes nothing here: the turn stays the main
     // status (the player on move must move, or lose on time) and the absence is the second
     // line (absence.js).
     if (!game.online[other] && game.moves.length <= (game.start ?? 0)) {
-      return `Waiting for ${friendName(game, you)}`;
+      return t("Waiting for {friend}", { friend: friendName(game, you) });
     }
   }
-  if (game.turn === you) return `Your turn${whereWords(game)}`;
-  if (game.mode !== "ai") return `${Friend}'s turn`;
+  if (game.turn === you) return t("Your turn") + whereWords(game);
+  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend });
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
   const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
-  return hurried ? "AI is playing faster than usual…" : "AI is thinking…";
+  return hurried ? t("AI is playing faster than usual…") : t("AI is thinking…");
 }
 
 /**
@@ -127,8 +133,9 @@ export function describe(game, you) {
  */
 export function describeFirstMove(game, you) {
   if (!game.first_move || game.status !== "playing" || !game.turn) return "";
-  if (game.turn === you) return `Move within ${game.first_move} s, or it's cancelled`;
-  return `No move in ${game.first_move} s cancels the game`;
+  const seconds = number(game.first_move);
+  if (game.turn === you) return t("Move within {seconds} s, or it's cancelled", { seconds });
+  return t("No move in {seconds} s cancels the game", { seconds });
 }
 
 /** Who made the last move and where: "AI played the centre". The board says whose mark. */
@@ -136,23 +143,30 @@ export function describeLastMove(game, you) {
   if (!game.moves.length) return "";
   const cell = game.moves[game.moves.length - 1];
   const mark = game.board[cell];
-  let who = sideName(game, mark);
-  if (mark === you) who = "You";
-  else if (game.seats[mark] === "ai") who = "AI";
-  else if (opponentOf(you)) who = friendName(game, you, { start: true });
-  return `${who} played ${placeWords(cell, game.variant)}`;
+  const place = placeWords(cell, game.variant);
+  if (mark === you) return t("You played {place}", { place });
+  if (game.seats[mark] === "ai") return t("AI played {place}", { place });
+  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, mark);
+  return t("{who} played {place}", { who, place });
 }
 
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
-  if (game.start > 0) return `Practice from move ${game.start + 1} · not counted`;
-  const ultimate = game.variant === "ultimate" ? "Ultimate · " : "";
-  if (game.mode === "ai") return `${ultimate}You play ${you} against the ${game.level} AI`;
-  if (game.mode === "local") return `${ultimate}Two players, one screen — X starts`;
+  if (game.start > 0) {
+    return t("Practice from move {number} · not counted", { number: number(game.start + 1) });
+  }
+  const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
+  if (game.mode === "ai") {
+    return ultimate + t("You play {side} against the {level} AI",
+      { side: you, level: levelWords(game.level).toLowerCase() });
+  }
+  if (game.mode === "local") return ultimate + t("Two players, one screen — X starts");
   // The names the seats show: "Watching Ana vs Ben", "Watching Player 1 vs Player 2".
-  if (you === "spectator") return `Watching ${seatName(game, "X", you)} vs ${seatName(game, "O", you)}`;
-  const clock = game.clock ? ` · ${game.clock} s a move` : "";
-  return `${you === "X" ? "You play X and move first" : "You play O — X moves first"}${clock}`;
+  if (you === "spectator") {
+    return t("Watching {x} vs {o}", { x: seatName(game, "X", you), o: seatName(game, "O", you) });
+  }
+  const clock = game.clock ? ` · ${t("{seconds} s a move", { seconds: number(game.clock) })}` : "";
+  return (you === "X" ? t("You play X and move first") : t("You play O — X moves first")) + clock;
 }
 
 /**
@@ -160,13 +174,13 @@ export function describeStart(game, you) {
  * player's own seat shows their name once they have one (its pencil says whose it is).
  */
 export function seatName(game, side, you) {
-  if (game.seats[side] === "ai") return `AI · ${capitalize(game.level)}`;
-  if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return "Waiting…";
+  if (game.seats[side] === "ai") return t("AI · {level}", { level: levelWords(game.level) });
+  if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return t("Waiting…");
   const name = nameAt(game, side);
-  if (side === you) return name ?? "You";
+  if (side === you) return name ?? t("You");
   if (name) return name;
-  if (game.mode === "friend" && opponentOf(you)) return "Friend";
-  return side === "X" ? "Player 1" : "Player 2";
+  if (game.mode === "friend" && opponentOf(you)) return t("Friend");
+  return side === "X" ? t("Player 1") : t("Player 2");
 }
 
 /** The running score of a series: "Ana 2 · 1 draw · 1 Ben", or "" when none is kept. */
@@ -176,16 +190,16 @@ export function scoreWords(game, you) {
   const label = (side) => {
     if (game.mode === "local") return side;
     const name = nameAt(game, side);
-    if (side === you) return name ?? "You";
-    return name ?? (opponentOf(you) ? "Friend" : side);
+    if (side === you) return name ?? t("You");
+    return name ?? (opponentOf(you) ? t("Friend") : side);
   };
-  const draws = `${score.draws} ${score.draws === 1 ? "draw" : "draws"}`;
-  return `${label("X")} ${score.X} · ${draws} · ${score.O} ${label("O")}`;
+  const draws = tn("{n} draw", "{n} draws", score.draws);
+  return `${label("X")} ${number(score.X)} · ${draws} · ${number(score.O)} ${label("O")}`;
 }
 
 function hintCount(n) {
-  if (!n) return "no hints";
-  return n === 1 ? "with 1 hint" : `with ${n} hints`;
+  if (!n) return t("no hints");
+  return tn("with {n} hint", "with {n} hints", n);
 }
 
 /** The line on top of a finished game's review: "You won — with 2 hints". */
@@ -195,34 +209,35 @@ export function summarize(game, you) {
   const friend = friendName(game, you);
   const Friend = friendName(game, you, { start: true });
   let result;
-  if (game.status === "aborted") result = "Cancelled";
-  else if (game.status === "draw") result = "Draw";
-  else if (!other) result = `${sideName(game, game.winner)} won${how(game)}`;
+  if (game.status === "aborted") result = t("Cancelled");
+  else if (game.status === "draw") result = t("Draw");
+  else if (!other) result = t("{name} won", { name: sideName(game, game.winner) }) + how(game);
   else if (game.winner === you) {
-    result = {
-      claim: `You won — ${friend} left`,
-      resign: `You won — ${game.mode === "ai" ? "the AI" : friend} resigned`,
-      time: "You won on time",
-    }[game.reason] ?? "You won";
-  } else if (game.reason === "resign") result = "You resigned";
-  else if (game.mode === "ai") result = "The AI won";
-  else {
-    result = { claim: `${Friend} claimed the win`, time: `${Friend} won on time` }[game.reason]
-      ?? `${Friend} won`;
-  }
+    if (game.reason === "claim") result = t("You won — {friend} left", { friend });
+    else if (game.reason === "resign") {
+      result = game.mode === "ai" ? t("You won — the AI resigned")
+        : t("You won — {friend} resigned", { friend });
+    } else if (game.reason === "time") result = t("You won on time");
+    else result = t("You won");
+  } else if (game.reason === "resign") result = t("You resigned");
+  else if (game.mode === "ai") result = t("The AI won");
+  else if (game.reason === "claim") result = t("{Friend} claimed the win", { Friend });
+  else if (game.reason === "time") result = t("{Friend} won on time", { Friend });
+  else result = t("{Friend} won", { Friend });
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
   else if (game.mode !== "friend") {
     const total = hints.X + hints.O;
-    taken = total ? `${hintCount(total)} (X ${hints.X}, O ${hints.O})` : hintCount(0);
+    taken = total ? `${hintCount(total)} (X ${number(hints.X)}, O ${number(hints.O)})` : hintCount(0);
   }
   const plain = !game.reason || game.reason === "line";
-  const practice = game.start > 0 ? "Practice · " : "";
+  const practice = game.start > 0 ? `${t("Practice")} · ` : "";
   return `${practice}${result}${taken && plain && game.status !== "aborted" ? ` — ${taken}` : ""}`;
 }
 
 /** Phrases as one line to be read out: "AI played the centre. Your turn". */
 export function sentences(parts) {
   return parts.filter(Boolean).reduce(
-    (line, part) => (line ? `${line}${/[.!?…]$/.test(line) ? "" : "."} ${part}` : part), "");
+    (line, part) => (line ? `${line}${/[.!?…。؟]$/.test(line) ? "" : "."} ${part}` : part), "");
 }
+

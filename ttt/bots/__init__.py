@@ -14,6 +14,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from ttt.replies import N_
+
 NAME = re.compile(r"[A-Za-z0-9_-]{3,24}", re.ASCII)
 ABOUT_LENGTH = 280
 # A bot's player id: "bot-" and 22 random characters, 26 in all. A person's id (the signed
@@ -21,6 +23,7 @@ ABOUT_LENGTH = 280
 PLAYER_PREFIX = "bot-"
 START_RATING = 1500.0
 K_FACTOR = 32.0
+
 
 
 class BotError(ValueError):
@@ -35,14 +38,14 @@ class BotError(ValueError):
 def check_name(name: Any) -> str:
     """A valid bot name (3 to 24 ASCII letters, digits, '-' and '_'); BotError otherwise."""
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise BotError("bad_request", "a bot name has 3 to 24 letters, digits, '-' or '_'")
+        raise BotError("bad_request", N_("a bot name has 3 to 24 letters, digits, '-' or '_'"))
     return name
 
 
 def check_about(about: Any) -> str:
     """The owner's description: text, at most 280 characters, no control characters."""
     if not isinstance(about, str):
-        raise BotError("bad_request", "about must be text")
+        raise BotError("bad_request", N_("about must be text"))
     about = about.strip()
     if len(about) > ABOUT_LENGTH or any(ord(c) < 32 and c != "\n" for c in about):
         raise BotError("bad_request", f"about has at most {ABOUT_LENGTH} printable characters")

@@ -8,8 +8,9 @@ imports another back (tests/test_import_cycles.py).
 from __future__ import annotations
 
 from ttt.bots import Bot, BotError, elo, outcome_of
+from ttt.replies import N_
 
-TAKEN = "that bot name is taken"
+TAKEN = N_("that bot name is taken")
 
 
 def too_many_bots(limit: int) -> BotError:

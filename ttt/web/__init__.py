@@ -35,8 +35,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _init_store(app)
     _init_presence(app)
     _init_table(app)
-    from ttt.web import pages, sockets
+    from ttt.web import i18n, pages, sockets
 
+    i18n.init_app(app)
     app.register_blueprint(pages.bp)
     sockets.init_app(app)
     return app

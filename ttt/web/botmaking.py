@@ -24,18 +24,21 @@ from flask import (
     render_template,
     request,
 )
+from flask_babel import gettext as _
 
 from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_variants
 from ttt.bots.book import register
+from ttt.replies import N_
 from ttt.table import refusal
 from ttt.web.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.botpages import bot_or_404
 from ttt.web.events import client_address
+from ttt.web.i18n import said
 from ttt.web.pages import ensure_player, from_this_site, site_url
 
 bp = Blueprint("bot_making", __name__)
 
-CROSS_SITE = "this form is only taken from this site's own pages"
+CROSS_SITE = N_("this form is only taken from this site's own pages")
 
 
 def take_making(person: str) -> None:
@@ -48,7 +51,7 @@ def take_making(person: str) -> None:
     origin = table().origin(client_address(config["TTT_TRUSTED_PROXIES"]))
     if not (limiter.take(f"botmake:p:{person}", rate, per_hour)
             and (origin is None or limiter.take(f"botmake:a:{origin}", rate, per_hour))):
-        raise BotError("rate_limited", "too many bots made from here: try again later")
+        raise BotError("rate_limited", N_("too many bots made from here: try again later"))
 
 
 def make_for(person: str, name: Any, about: Any, variants: Any = None) -> tuple[Bot, str]:
@@ -63,7 +66,7 @@ def make_for(person: str, name: Any, about: Any, variants: Any = None) -> tuple[
 
 def _form(error: str | None = None, status: int = 200, variants: Any = ("classic",),
           **values: str):
-    return render_template("bot_new.html", error=error,
+    return render_template("bot_new.html", error=said(error),
                            limit=current_app.config["TTT_BOT_MAX_PER_PERSON"],
                            name=values.get("name", ""), about=values.get("about", ""),
                            variants=list(variants)), status
@@ -120,10 +123,10 @@ def _secret(response: Response) -> Response:
 def revoke(name: str):
     """The owner revokes a bot made on the site, as `python -m ttt bot revoke` does."""
     if not from_this_site():
-        abort(403, description=CROSS_SITE)
+        abort(403, description=said(CROSS_SITE))
     bot = bot_or_404(name)
     if not bot.maker or bot.maker != ensure_player():
-        abort(403, description="Only the person who made a bot can revoke it.")
+        abort(403, description=_("Only the person who made a bot can revoke it."))
     book().revoke(bot.name)
     hub().revoke(bot.player)  # its stream here closes now; in another process within a second
     return redirect("/bots", code=303)

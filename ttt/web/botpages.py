@@ -21,10 +21,12 @@ from flask import (
     request,
     send_file,
 )
+from flask_babel import gettext as _
 
 import ttt.bots.sdk
-from ttt.bots import Bot, BotError, check_name, plays
+from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
+from ttt.replies import N_
 from ttt.table import refusal, valid_id
 from ttt.web.botkit import (
     NOT_JSON,
@@ -39,6 +41,7 @@ from ttt.web.botkit import (
     table,
 )
 from ttt.web.events import client_address
+from ttt.web.i18n import said
 from ttt.web.pages import ensure_player, from_this_site, site_url
 
 bp = Blueprint("bots_pages", __name__)
@@ -51,7 +54,7 @@ def bot_or_404(name: str) -> Bot:
     except BotError:
         found = None
     if found is None or found.revoked:
-        abort(404, description="There is no bot of that name.")
+        abort(404, description=_("There is no bot of that name."))
     return found
 
 
@@ -104,7 +107,7 @@ def example(name: str):
     """An example bot the guide links, as text a browser shows (and `curl -O` saves)."""
     path = EXAMPLES / name
     if name not in SERVED_EXAMPLES or not path.is_file():
-        abort(404, description="There is no example of that name.")
+        abort(404, description=_("There is no example of that name."))
     return send_file(path, mimetype="text/plain", max_age=300)
 
 
@@ -135,26 +138,28 @@ def give_seat(person: str, game_id: str, opponent: str) -> dict:
 def play(name: str):
     """'Play this bot': a friend game made for this person, the bot in the other seat."""
     if not from_this_site():
-        abort(403, description="this form is only taken from this site's own pages")
+        abort(403, description=said(N_("this form is only taken from this site's own pages")))
     bot = bot_or_404(name)
     person = ensure_player()
     variant = request.form.get("variant", "classic")
     you = request.form.get("you", "X")
     if variant not in bot.variants:  # the page offers only those: a stale or forged form
-        return render_template("bot.html", bot=card(bot), error=f"{bot.name} plays "
-                               f"{plays(bot.variants)}."), 409
+        what = {("classic",): _("classic only"), ("ultimate",): _("ultimate only")}.get(
+            tuple(bot.variants), _("classic and ultimate"))
+        wrong = _("%(name)s plays %(variants)s.", name=bot.name, variants=what)
+        return render_template("bot.html", bot=card(bot), error=wrong), 409
     presence = table().presence
     sid = f"web:{person}:{id(request)}"
     address = client_address(current_app.config["TTT_TRUSTED_PROXIES"])
     if not presence.connect(sid, person, 2.0, address):
-        return render_template("bot.html", bot=card(bot), error="Too many tabs open."), 429
+        return render_template("bot.html", bot=card(bot), error=_("Too many tabs open.")), 429
     try:
         made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant,
                                     "from": None},  # no game of the person is left
                    limited=False)
         if not made.get("ok"):
             return render_template("bot.html", bot=card(bot),
-                                   error=made["error"]["message"]), 409
+                                   error=said(made["error"]["message"])), 409
         try:
             joined = give_seat(person, made["game"]["id"], f"bot:{bot.name}")
         except BotError as error:
@@ -162,7 +167,7 @@ def play(name: str):
         if not joined.get("ok"):
             run(sid, "abort", {"game": made["game"]["id"]}, limited=False)
             return render_template("bot.html", bot=card(bot),
-                                   error=joined["error"]["message"]), 409
+                                   error=said(joined["error"]["message"])), 409
     finally:
         presence.disconnect(sid)
     return redirect(f"/g/{made['game']['id']}", code=303)

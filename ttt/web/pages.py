@@ -23,11 +23,13 @@ from flask import (
     send_from_directory,
     session,
 )
+from flask_babel import gettext as _
+from werkzeug.exceptions import NotFound
 
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import health
+from ttt.web import health, i18n
 from ttt.web.extensions import get_store, get_table
 
 bp = Blueprint("pages", __name__)
@@ -103,6 +105,11 @@ def security_headers(response):
         # Date comes again from the server: a first load is two dozen of these answers.
         response.headers.pop("Content-Disposition", None)
         response.headers.pop("Date", None)
+    if request.endpoint == "static" and response.mimetype in SUBRESOURCES:
+        # Nor their Accept-Ranges and Last-Modified (the ETag revalidates): ~70 bytes of each
+        # of ~25 answers of a first load, where every language's catalog must fit (issue 35).
+        for name in ("Accept-Ranges", "Last-Modified"):
+            response.headers.pop(name, None)
     return _compress(response)
 
 
@@ -136,8 +143,9 @@ def _compress(response):
     return response
 
 def _page(game_id: str | None):
+    # The page's words in the player's language only (a few kB), beside the game's choices.
     return render_template("index.html", game_id=game_id,
-                           config=get_table().config())
+                           config={**get_table().config(), "words": i18n.page_words()})
 
 
 @bp.get("/")
@@ -156,7 +164,7 @@ def config():
 def game(game_id: str):
     # A dead or expired link gets the friendly not-found page (still a 404) with a way on.
     if not GAME_ID.fullmatch(game_id) or get_store().get(game_id) is None:
-        abort(404, description="This game link has expired, or it never existed.")
+        abort(404, description=_("This game link has expired, or it never existed."))
     ensure_player()
     return _page(game_id)
 
@@ -180,12 +188,12 @@ def qr(game_id: str):
 def replay(moves: str):
     """A read-only replay of the game whose cells were played in this order (`/r/40812`)."""
     if not CLASSIC_MOVES.fullmatch(moves):
-        abort(404, description="A replay link lists the cells played, each a digit from 0 to 8.")
+        abort(404, description=_("A replay link lists the cells played, each a digit from 0 to 8."))
     cells = [int(c) for c in moves]
     try:
         board = Board.from_moves(cells)
     except ValueError as error:
-        abort(404, description=f"No game can be played that way: {error}.")
+        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
     outcome = board.outcome()
     data = {"moves": cells, **analysis.review(cells),
             "winner": outcome.winner if outcome else None,
@@ -198,13 +206,13 @@ def replay(moves: str):
 def replay_ultimate(moves: str):
     """A read-only replay of an ultimate game, its cells (0..80) in order: `/r/u/40.36.4`."""
     if not ULTIMATE_MOVES.fullmatch(moves):
-        abort(404, description="An ultimate replay link lists the cells played, each a number "
-                               "from 0 to 80, separated by dots.")
+        abort(404, description=_("An ultimate replay link lists the cells played, each a number "
+                                 "from 0 to 80, separated by dots."))
     rules = VARIANTS["ultimate"]
     try:
         cells = rules.parse_moves(moves)
     except ValueError as error:
-        abort(404, description=f"No game can be played that way: {error}.")
+        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
     outcome = rules.from_moves(cells).outcome()
     data = {"moves": cells, **rules.review(cells),
             "winner": outcome.winner if outcome else None,
@@ -215,7 +223,11 @@ def replay_ultimate(moves: str):
 
 @bp.app_errorhandler(404)
 def not_found(error):
-    return render_template("404.html", message=getattr(error, "description", "")), 404
+    # Werkzeug's own description is English for any URL: the page says its own words instead.
+    message = getattr(error, "description", "")
+    if message == NotFound.description:
+        message = ""
+    return render_template("404.html", message=message), 404
 
 
 @bp.get("/manifest.webmanifest")
@@ -233,7 +245,8 @@ def _watch_parts(state) -> None:
 
 # What the service worker keeps for the app to open offline (issue 30): the page shell and
 # the static files a game needs. Not the large icons (the browser has them once installed).
-PRECACHE_STATIC = ("css/app.css", "vendor/socket.io.esm.min.js", "icons/icon-192.png")
+PRECACHE_STATIC = ("css/app.css", "css/rtl.css", "vendor/socket.io.esm.min.js",
+                   "icons/icon-192.png")
 
 
 def precache_paths(static: Path) -> list[str]:
