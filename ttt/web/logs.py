@@ -2,7 +2,14 @@
 
 `TTT_LOG_FORMAT=json` writes one JSON object a line; `TTT_LOG_LEVEL` (INFO) sets the level.
 Every event handled gives one line on the `ttt.access` logger (see `access`): the event, the
-game id, the result code and the duration; never a cookie, a token or a player's name.
+game id, the result code and the duration, and any more fields its caller names; never a
+cookie, a token or a player's name.
+
+The access line is on every event's path, so it is cheap (issue 28): its fields travel as one
+dict (`record.fields`), formatted only by the handler that writes them (`key=value` text or
+JSON keys of their own), the record is made without the caller lookup (the line says where
+it comes from: its logger), and our handler formats outside its lock, holding it only for
+the write, so threads serving other events do not queue behind a formatter.
 """
 
 from __future__ import annotations
@@ -12,9 +19,20 @@ import logging
 import os
 import sys
 import time
+from typing import Any
 
 ACCESS = logging.getLogger("ttt.access")
 FIELDS = ("event", "game", "result", "ms")
+
+
+class Fields(dict):
+    """An access line's fields; as text (`str`) the `key=value` pairs of the text format."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return " ".join(f"{key}={'-' if value is None else value}"
+                        for key, value in self.items())
 
 
 class JsonFormatter(logging.Formatter):
@@ -24,16 +42,37 @@ class JsonFormatter(logging.Formatter):
         line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
                 + f".{int(record.msecs):03d}Z",
                 "level": record.levelname, "logger": record.name, "message": record.getMessage()}
-        for key in FIELDS:
-            if hasattr(record, key):
-                line[key] = getattr(record, key)
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
         if record.exc_info:
             line["traceback"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=True)
 
 
 class _Ours(logging.StreamHandler):
-    """The handler this module installed (so a second call changes nothing)."""
+    """The handler this module installed (so a second call changes nothing).
+
+    It formats a record before taking its lock and holds the lock only to write the line.
+    """
+
+    def handle(self, record: logging.LogRecord) -> logging.LogRecord | bool:
+        rv = self.filter(record)
+        if isinstance(rv, logging.LogRecord):
+            record = rv
+        if rv:
+            try:
+                line = self.format(record) + self.terminator
+            except Exception:  # as StreamHandler.emit does: say so on stderr, go on
+                self.handleError(record)
+                return rv
+            with self.lock:
+                try:
+                    self.stream.write(line)
+                    self.flush()
+                except Exception:
+                    self.handleError(record)
+        return rv
 
 
 def configure(fmt: str | None = None, level: str | None = None) -> None:
@@ -49,8 +88,14 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
     root.setLevel((level or os.environ.get("TTT_LOG_LEVEL") or "INFO").upper())
 
 
-def access(event: str, game: str | None, result: str, seconds: float) -> None:
-    """The line for one event handled."""
-    ms = round(seconds * 1000, 2)
-    ACCESS.info("event=%s game=%s result=%s ms=%s", event, game or "-", result, ms,
-                extra={"event": event, "game": game, "result": result, "ms": ms})
+def access(event: str, game: str | None, result: str, seconds: float, **more: Any) -> None:
+    """The line for one event handled; `more`: further fields (ids, never names or secrets).
+
+    Nothing is built when INFO is off for ttt.access. The message is `%s` of the fields,
+    formatted only when a handler writes the record.
+    """
+    if not ACCESS.isEnabledFor(logging.INFO):
+        return
+    fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
+    ACCESS.handle(ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, "%s", (fields,),
+                                    None, extra={"fields": fields}))

@@ -147,15 +147,20 @@ class MeteredStore:
         attribute = getattr(self._store, name)
         if not callable(attribute):
             return attribute
-        errors = self._metrics.store_errors
+        errors, store = self._metrics.store_errors, self._store
 
         def counted(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attribute(*args, **kwargs)
+            try:  # looked up at each call: a store's method replaced later is the one called
+                return getattr(store, name)(*args, **kwargs)
             except StoreUnavailable:
                 errors.labels(name).inc()
                 raise
 
+        # Kept on the instance: the next call finds it at once (issue 28: every store call
+        # went through this lookup and built a new function). Not create and update: the
+        # methods below call this for the plain call, and must stay in front.
+        if not hasattr(type(self), name):
+            self.__dict__[name] = counted
         return counted
 
     def create(self, match: Any, caps: Any = None) -> None:
