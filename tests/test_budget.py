@@ -288,3 +288,36 @@ def test_a_grown_count_is_named():
         f"sqlite/move_vs_ai: 'sql' grew to {budget['sql'] + 1} (budget {budget['sql']})"]
     assert over_budget("sqlite", "move_vs_ai", {**budget, "new": 1}) == [
         "sqlite/move_vs_ai: 'new' = 1 has no budget"]
+
+
+def test_the_access_line_is_one_record_with_its_fields_in_both_formats():
+    """The cheap access line (ttt.web.logs) says what it said, and takes more fields."""
+    import io
+
+    from ttt.web import logs
+
+    stream = io.StringIO()
+    handler = logs._Ours(stream)
+    access = logging.getLogger("ttt.access")
+    level, propagate = access.level, access.propagate
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
+    try:
+        handler.setFormatter(logs.TextFormatter())
+        logs.access("move", None, "ok", 0.0015)
+        handler.setFormatter(logs.JsonFormatter())
+        logs.access("join", "g" * 22, "not_found", 0.25, seat="O")
+        access.setLevel(logging.WARNING)
+        logs.access("move", None, "ok", 0.001)  # off: nothing written
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(level)
+        access.propagate = propagate
+    text, line = stream.getvalue().splitlines()
+    assert text.endswith(" INFO ttt.access event=move game=- result=ok ms=1.5"), text
+    record = json.loads(line)
+    assert record["message"] == f"event=join game={'g' * 22} result=not_found ms=250.0 seat=O"
+    assert (record["event"], record["game"], record["result"], record["ms"], record["seat"]) \
+        == ("join", "g" * 22, "not_found", 250.0, "O")
+    assert record["time"].endswith("Z") and record["level"] == "INFO"

@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 ACCESS = logging.getLogger("ttt.access")
@@ -35,12 +36,46 @@ class Fields(dict):
                         for key, value in self.items())
 
 
+class _Seconds:
+    """A timestamp's text to the second, made once a second (every line of a busy second
+    shares it). The pair is swapped whole, so threads never see one second's text for
+    another's."""
+
+    def __init__(self, pattern: str, convert: Callable[[float], time.struct_time]) -> None:
+        self.pattern, self.convert = pattern, convert
+        self._last: tuple[int, str] = (-1, "")
+
+    def __call__(self, created: float) -> str:
+        second = int(created)
+        last = self._last
+        if last[0] != second:
+            last = self._last = (second, time.strftime(self.pattern, self.convert(created)))
+        return last[1]
+
+
+class TextFormatter(logging.Formatter):
+    """`asctime level logger message`, the time as logging's default one (local, with
+    milliseconds), its text to the second made once a second."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        self._seconds = _Seconds("%Y-%m-%d %H:%M:%S", self.converter)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        return f"{self._seconds(record.created)},{int(record.msecs):03d}"
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line, with the access fields as keys of their own."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._seconds = _Seconds("%Y-%m-%dT%H:%M:%S", time.gmtime)
+
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-                + f".{int(record.msecs):03d}Z",
+        line = {"time": f"{self._seconds(record.created)}.{int(record.msecs):03d}Z",
                 "level": record.levelname, "logger": record.name, "message": record.getMessage()}
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
@@ -82,8 +117,7 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
         return
     fmt = (fmt or os.environ.get("TTT_LOG_FORMAT") or "text").lower()
     handler = _Ours(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root.addHandler(handler)
     root.setLevel((level or os.environ.get("TTT_LOG_LEVEL") or "INFO").upper())
 
@@ -91,11 +125,11 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
 def access(event: str, game: str | None, result: str, seconds: float, **more: Any) -> None:
     """The line for one event handled; `more`: further fields (ids, never names or secrets).
 
-    Nothing is built when INFO is off for ttt.access. The message is `%s` of the fields,
-    formatted only when a handler writes the record.
+    Nothing is built when INFO is off for ttt.access. The message is the fields themselves
+    (`str` gives the text), formatted only when a handler writes the record.
     """
     if not ACCESS.isEnabledFor(logging.INFO):
         return
     fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
-    ACCESS.handle(ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, "%s", (fields,),
-                                    None, extra={"fields": fields}))
+    ACCESS.handle(ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, fields, (), None,
+                                    extra={"fields": fields}))
