@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-compare bench-deploy bench-server bench-flood bench-scrape capacity load system clean
+.PHONY: run test test-deploy lint bench bench-ai-load bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-scrape capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -66,6 +66,11 @@ bench-server: $(STAMP)
 REF ?= ecd23f1
 bench-compare: $(STAMP)
 	$(PY) scripts/bench_server.py --ref $(REF) --pairs 5 $(ARGS)
+
+# Machine instructions per event under valgrind, this tree and REF: CPU work no busy machine
+# blurs (minutes; needs valgrind).
+bench-work: $(STAMP)
+	$(PY) -m bench.work --ref $(REF) $(ARGS)
 
 # Players at human pace (1-3 s per move) on one process until the p99 passes 100 ms.
 capacity: $(STAMP)
