@@ -33,19 +33,6 @@ class Connections:
         """A connection for the `with` block, given back (or closed) after it."""
         return _Taken(self)
 
-    def _get(self) -> sqlite3.Connection:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return self._open()
-
-    def _give_back(self, conn: sqlite3.Connection) -> None:
-        with self._lock:
-            if len(self._idle) < self._size:
-                self._idle.append(conn)
-                return
-        conn.close()
-
     def close(self) -> None:
         """Close the connections kept open."""
         with self._lock:
@@ -64,10 +51,18 @@ class _Taken:
         self._conn: sqlite3.Connection | None = None
 
     def __enter__(self) -> sqlite3.Connection:
-        self._conn = self._pool._get()
-        return self._conn
+        pool = self._pool
+        with pool._lock:
+            conn = pool._idle.pop() if pool._idle else None
+        self._conn = conn = conn or pool._open()
+        return conn
 
     def __exit__(self, *_: object) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            self._pool._give_back(conn)
+            pool = self._pool
+            with pool._lock:
+                if len(pool._idle) < pool._size:
+                    pool._idle.append(conn)
+                    return
+            conn.close()

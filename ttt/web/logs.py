@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,5 +132,45 @@ def access(event: str, game: str | None, result: str, seconds: float, **more: An
     if not ACCESS.isEnabledFor(logging.INFO):
         return
     fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
-    ACCESS.handle(ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, fields, (), None,
-                                    extra={"fields": fields}))
+    if logging.getLogRecordFactory() is logging.LogRecord:
+        record: logging.LogRecord = AccessRecord(fields)
+    else:  # somebody's own factory: theirs makes every record, this one too
+        record = ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, fields, (), None,
+                                   extra={"fields": fields})
+    ACCESS.handle(record)
+
+
+class AccessRecord(logging.LogRecord):
+    """An access line's record: every attribute `logging.LogRecord` gives, set directly (its
+    own __init__ splits a source path and looks the process up for each record)."""
+
+    def __init__(self, fields: Fields) -> None:
+        created = time.time()
+        self.name, self.msg, self.args = ACCESS.name, fields, ()
+        self.levelname, self.levelno = "INFO", logging.INFO
+        self.pathname = self.filename = self.module = "(access)"
+        self.exc_info = self.exc_text = self.stack_info = self.funcName = None
+        self.lineno = 0
+        self.created = created
+        self.msecs = int((created - int(created)) * 1000) + 0.0
+        started = logging._startTime  # seconds; nanoseconds from Python 3.13
+        self.relativeCreated = ((created - started) * 1000 if isinstance(started, float)
+                                else (created * 1e9 - started) / 1e6)
+        threads = logging.logThreads
+        self.thread = threading.get_ident() if threads else None
+        self.threadName = threading.current_thread().name if threads else None
+        self.processName = _process_name() if logging.logMultiprocessing else None
+        self.process = os.getpid() if logging.logProcesses else None
+        self.taskName = None
+        self.fields = fields
+
+
+def _process_name() -> str | None:
+    """As logging finds it: multiprocessing's name for this process, if it was imported."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:
+        return "MainProcess"
+    try:
+        return multiprocessing.current_process().name
+    except Exception:  # as logging itself: never fail a log line over it
+        return None
