@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-deploy bench-server bench-flood bench-front bench-scrape capacity load system clean
+.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-front bench-scrape capacity load system clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -77,6 +77,17 @@ load: $(STAMP)
 # Extra options through ARGS, e.g. make bench-server ARGS="--only gevent --json".
 bench-server: $(STAMP)
 	$(PY) scripts/bench_server.py $(ARGS)
+
+# This tree against another commit (a temporary git worktree of REF), both set-ups, in 5 pairs
+# of interleaved runs: medians of the p50 and throughput ratios and server CPU ms per event.
+REF ?= ecd23f1
+bench-compare: $(STAMP)
+	$(PY) scripts/bench_server.py --ref $(REF) --pairs 5 $(ARGS)
+
+# Machine instructions per event under valgrind, this tree and REF: CPU work no busy machine
+# blurs (minutes; needs valgrind).
+bench-work: $(STAMP)
+	$(PY) -m bench.work --ref $(REF) $(ARGS)
 
 # Players at human pace (1-3 s per move) on one process until the p99 passes 100 ms.
 capacity: $(STAMP)

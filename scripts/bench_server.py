@@ -2,7 +2,7 @@
 
     python scripts/bench_server.py [--moves 1500] [--clients 20] [--seconds 10] [--rounds 5]
                                    [--only threading|gevent] [--server-root PATH] [--quick]
-                                   [--json]
+                                   [--json] [--ref PATH|REV [--pairs 5]]
 
 For each set-up (threading: `python app.py`, Werkzeug + simple-websocket; gevent: gunicorn
 -k gevent -w 1) it starts, on 127.0.0.1, the project's server (SQLite store in a temporary
@@ -18,17 +18,29 @@ echo, ...) so that drift on the machine hits both alike:
 
 Then the ratios game/echo of the p50 and of the throughput. Every loop is bounded in count and
 time; nothing here asserts a timing.
+
+`--ref` compares two checkouts (issue 28): the reference (a path, or a git revision checked out
+for the run in a temporary `git worktree`) and `--server-root`, measured as above in `--pairs`
+pairs whose order alternates (ref first, then this tree first, ...), so the machine's drift
+hits both. It prints, per set-up and checkout, the median over the pairs of the p50 ratio,
+the throughput ratio and the server's CPU milliseconds per event (from /proc/PID/stat during
+the throughput rounds), and each pair's figures. `make bench-compare REF=ecd23f1`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -218,6 +230,96 @@ def print_table(report: dict) -> None:
         print(f"  ! {warning}")
 
 
+@contextlib.contextmanager
+def checkout(ref: str) -> Iterator[Path]:
+    """A source tree of `ref`: the path itself, or a temporary worktree of that revision."""
+    if (Path(ref) / "app.py").is_file():
+        yield Path(ref).resolve()
+        return
+    here = Path(__file__).resolve().parents[1]
+    place = Path(tempfile.mkdtemp(prefix="ttt-ref-")) / "tree"
+    subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet",
+                    str(place), ref], check=True, timeout=120)
+    try:
+        yield place
+    finally:
+        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(place)],
+                       check=False, timeout=120)
+        shutil.rmtree(place.parent, ignore_errors=True)
+
+
+def median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
+
+
+def compare(args: argparse.Namespace, ref: Path) -> dict:
+    """`--pairs` interleaved pairs of runs of each set-up: the reference and this tree."""
+    trees = {"ref": ref.resolve(), "new": args.server_root.resolve()}
+    modes = [args.only] if args.only else list(MODES)
+    runs: dict[str, dict[str, list[dict]]] = {m: {"ref": [], "new": []} for m in modes}
+    for pair in range(args.pairs):
+        order = ("ref", "new") if pair % 2 == 0 else ("new", "ref")
+        for mode in modes:
+            for which in order:
+                note("compare", f"pair {pair + 1}/{args.pairs}, {mode}, {which}")
+                one = argparse.Namespace(**{**vars(args), "server_root": trees[which]})
+                try:
+                    r = measure_mode(mode, one)
+                except Exception as error:  # noqa: BLE001 - reported with the pair
+                    r = {"error": f"failed: {type(error).__name__}: {error}"}
+                runs[mode][which].append(r)
+    summary: dict[str, dict] = {}
+    for mode in modes:
+        summary[mode] = {}
+        for which in ("ref", "new"):
+            ok = [r for r in runs[mode][which] if "ratios" in r]
+            summary[mode][which] = {
+                "runs": len(ok),
+                "p50_ratio": median([r["ratios"]["p50"] for r in ok]),
+                "throughput_ratio": median([r["ratios"]["throughput"] for r in ok]),
+                "server_cpu_ms_per_event": median(
+                    [r["game"]["server_cpu_ms_per_event"] for r in ok]),
+                "echo_cpu_ms_per_event": median(
+                    [r["echo"]["server_cpu_ms_per_event"] for r in ok]),
+                "p50_ms": median([r["game"]["p50_ms"] for r in ok]),
+                "events_per_s": median([r["game"]["events_per_s"] for r in ok]),
+                "pairs": [{"p50": r["ratios"]["p50"], "throughput": r["ratios"]["throughput"],
+                           "cpu_ms": r["game"]["server_cpu_ms_per_event"],
+                           "others": r["game"]["other_cpu_cores"]} if "ratios" in r
+                          else r for r in runs[mode][which]],
+            }
+    return {"trees": {k: f"{v} @ {source_state(v)}" for k, v in trees.items()},
+            "summary": summary}
+
+
+def print_comparison(report: dict) -> None:
+    a = report["args"]
+    print(f"ttt bench-server --ref  {report['date']}  {report['machine']}")
+    for which, tree in report["compare"]["trees"].items():
+        print(f"  {which}: {tree}")
+    print(f"  {a['pairs']} pairs, order alternating; each run: {a['moves']} timed moves (one "
+          f"client), {a['clients']} clients for {a['seconds']:g} s; medians over the pairs")
+    print(f"  {'set-up':<10} {'tree':<4} {'runs':>4} {'p50 ratio':>9} {'thr ratio':>9} "
+          f"{'srv ms/ev':>9} {'echo ms/ev':>10} {'p50 ms':>7} {'events/s':>9}")
+    for mode, both in report["compare"]["summary"].items():
+        for which in ("ref", "new"):
+            x = both[which]
+            print(f"  {mode:<10} {which:<4} {x['runs']:>4} {x['p50_ratio']!s:>9} "
+                  f"{x['throughput_ratio']!s:>9} {x['server_cpu_ms_per_event']!s:>9} "
+                  f"{x['echo_cpu_ms_per_event']!s:>10} {x['p50_ms']!s:>7} "
+                  f"{x['events_per_s']!s:>9}")
+    for mode, both in report["compare"]["summary"].items():
+        for which in ("ref", "new"):
+            pairs = "; ".join(
+                f"{p['p50']}/{p['throughput']}/{p['cpu_ms']}" if "p50" in p else p["error"]
+                for p in both[which]["pairs"])
+            print(f"  {mode} {which} per pair (p50 ratio/throughput ratio/srv ms per event): "
+                  f"{pairs}")
+    for warning in report["warnings"]:
+        print(f"  ! {warning}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--moves", type=int, default=1500, help="timed moves per server")
@@ -235,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run for tests: few moves, 4 clients, short rounds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--ref", help="compare with this checkout: a path or a git revision")
+    parser.add_argument("--pairs", type=int, default=5, help="with --ref: interleaved pairs")
     args = parser.parse_args(argv)
     if args.quick:
         args.moves, args.clients, args.seconds, args.rounds = 40, 4, 1.0, 2
@@ -248,6 +352,18 @@ def main(argv: list[str] | None = None) -> int:
     raise_nofile()
     report = new_report(args, "", f"{args.server_root.resolve()} @ "
                                   f"{source_state(args.server_root)}")
+    if args.ref:
+        if not 1 <= args.pairs <= 50:
+            parser.error("--pairs must be 1 to 50")
+        with checkout(args.ref) as ref:
+            report["compare"] = compare(args, ref)
+        if args.json:
+            print(json.dumps(report), flush=True)
+        else:
+            print_comparison(report)
+        return 0 if all(both[w]["runs"] == args.pairs
+                        for both in report["compare"]["summary"].values()
+                        for w in ("ref", "new")) else 1
 
     def measure(index: int, mode: str) -> dict:
         if mode == "gevent" and not all(importlib.util.find_spec(m)

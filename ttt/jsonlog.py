@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 ACCESS = logging.getLogger("ttt.access")
@@ -42,14 +43,37 @@ def _event_fields(record: logging.LogRecord) -> dict[str, Any]:
     return fields
 
 
+class Seconds:
+    """A timestamp's text to the second, made once a second (every line of a busy second
+    shares it). The pair is swapped whole, so threads never see one second's text for
+    another's."""
+
+    def __init__(self, pattern: str, convert: Callable[[float], time.struct_time]) -> None:
+        self.pattern, self.convert = pattern, convert
+        self._last: tuple[int, str] = (-1, "")
+
+    def __call__(self, created: float) -> str:
+        second = int(created)
+        last = self._last
+        if last[0] != second:
+            last = self._last = (second, time.strftime(self.pattern, self.convert(created)))
+        return last[1]
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line, with the access fields as keys of their own."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._seconds = Seconds("%Y-%m-%dT%H:%M:%S", time.gmtime)
+
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-                + f".{int(record.msecs):03d}Z",
+        line = {"time": f"{self._seconds(record.created)}.{int(record.msecs):03d}Z",
                 "level": record.levelname, "logger": record.name, "message": record.getMessage(),
                 "process": record.process}
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):  # an access line: its fields as keys of their own
+            line.update(fields)
         if record.name == ACCESS.name:
             line.update(_event_fields(record))
         for key in FIELDS:

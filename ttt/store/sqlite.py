@@ -121,12 +121,13 @@ class SqliteStore:
                f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
 
     def create(self, match: Match, caps: Caps | None = None) -> None:
+        row = (*self._row(match), match.id)  # built before the lock: only SQL runs under it
         with self._write_lock, self._conn() as conn:
             _begin_write(conn)
             try:
                 if caps:  # counted inside the write transaction: parallel creates cannot race
                     self._check(conn, match, caps)
-                conn.execute(self._INSERT, (*self._row(match), match.id))
+                conn.execute(self._INSERT, row)
                 conn.execute("COMMIT")
             except BaseException:
                 rollback_if_open(conn)
@@ -158,12 +159,16 @@ class SqliteStore:
         return from_json(json.loads(row[0])) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        # Writers of this process queue on a lock first: SQLite's busy handler sleeps and
-        # retries with no order, which under many threads starves some past the timeout.
-        # BEGIN IMMEDIATE still orders writers across processes.
+        # The common move first: the change applied to the cached copy, outside any lock (the
+        # compare-and-set on `rev` is what makes it safe; the lock only orders this process's
+        # writers), then one `UPDATE ... WHERE rev = ?` under the lock. Writers of this process
+        # queue on the lock: SQLite's busy handler sleeps and retries with no order, which
+        # under many threads starves some past the timeout. BEGIN IMMEDIATE still orders
+        # writers across processes.
+        planned = self._plan_cached(game_id, change)
         with self._write_lock, self._conn() as conn:
             try:
-                done = self._update_cached(conn, game_id, change)
+                done = self._write_planned(conn, game_id, planned) if planned else None
                 if done is None:
                     done = self._update(conn, game_id, change)
             except sqlite3.OperationalError as error:  # locked by another process too long
@@ -183,10 +188,10 @@ class SqliteStore:
         changed = [(c, v) for c, v, was in zip(self.COLUMNS, new, old, strict=True) if v != was]
         return ", ".join(f"{c} = ?" for c, _ in changed), tuple(v for _, v in changed)
 
-    def _update_cached(self, conn: sqlite3.Connection, game_id: str,
-                       change: Change) -> tuple[Match, Match] | None:
-        """The change applied to the cached copy and written if the row is still at its
-        revision; None when that cannot be done (nothing cached, the copy is stale, or the
+    def _plan_cached(self, game_id: str, change: Change
+                     ) -> tuple[Match, Update, str, tuple] | None:
+        """The change applied to the cached copy (no lock, no SQL): the copy, the update, and
+        the SET clause with its values; None when that cannot be done (nothing cached, or the
         change refuses or changes nothing, which only the row as stored may decide)."""
         before = self._cache.get(game_id)
         if before is None:
@@ -195,15 +200,20 @@ class SqliteStore:
             update = as_update(change(before))
         except Exception:  # maybe refused for a stale reason: decided again on the real row
             return None
-        after = update.match
-        if after.rev == before.rev:
+        if update.match.rev == before.rev:
             return None
-        columns, values = self._changed_columns(before, after)
+        return (before, update, *self._changed_columns(before, update.match))
+
+    def _write_planned(self, conn: sqlite3.Connection, game_id: str,
+                       planned: tuple[Match, Update, str, tuple]) -> tuple[Match, Match] | None:
+        """The planned change written if the row is still at the copy's revision (the write
+        lock is held); None when it is not (the copy was stale: the caller reads the row)."""
+        before, update, columns, values = planned
         sql = f"UPDATE games SET {columns} WHERE id = ? AND rev = ?"
         if not update.create and not update.credits:
             # One statement is its own transaction: the move is durable once it returns.
             if conn.execute(sql, (*values, game_id, before.rev)).rowcount == 1:
-                return before, after
+                return before, update.match
             self._cache.pop(game_id, None)
             return None
         conn.execute("BEGIN IMMEDIATE")
@@ -217,7 +227,7 @@ class SqliteStore:
         except BaseException:
             rollback_if_open(conn)
             raise
-        return before, after
+        return before, update.match
 
     def _write_with(self, conn: sqlite3.Connection, update: Update) -> None:
         """What goes with a change in its transaction: the game it creates, the records."""

@@ -135,7 +135,7 @@ class Metrics:
         # scrape's ttt_store_errors_total, not the next one's.
         self._live = _Live(self)
         r.register(self._live)
-        self.events = Counter("ttt_events", "Socket.IO events handled, by name and result code "
+        self.events = _Labelled("ttt_events", "Socket.IO events handled, by name and result code "
                               "(ok or the refusal's code).", ["event", "result"], registry=r)
         self.latency = Histogram("ttt_event_seconds", "Time to answer one event.", ["event"],
                                  buckets=LATENCY_BUCKETS, registry=r)
@@ -182,6 +182,24 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text format."""
         return generate_latest(self.registry)
+
+
+class _Labelled(Counter):
+    """A counter whose children are kept by their label values in a plain dict: counted on
+    every event, it skips prometheus_client's lock and label checks after the first time
+    (issue 28). Children are never removed here, so the dict never goes stale."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._known: dict[tuple, Any] = {}
+
+    def labels(self, *values: Any, **named: Any) -> Any:
+        if named or not values:
+            return super().labels(*values, **named)
+        child = self._known.get(values)
+        if child is None:
+            child = self._known[values] = super().labels(*values)
+        return child
 
 
 class _Collected(Collector):
@@ -269,23 +287,38 @@ class MeteredStore:
         attribute = getattr(self._store, name)
         if not callable(attribute):
             return attribute
-        errors = self._metrics.store_errors
+        errors, store = self._metrics.store_errors, self._store
         timer = self._metrics.store_timer(name)
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
-            try:
-                return attribute(*args, **kwargs)
+            try:  # looked up at each call: a store's method replaced later is the one called
+                return getattr(store, name)(*args, **kwargs)
             except StoreUnavailable:
                 errors.labels(name).inc()
                 raise
             finally:
                 timer.observe(time.perf_counter() - started)
 
+        # Kept on the instance: the next call finds it at once (issue 28: every store call
+        # went through this lookup and built a new function). Not create and update: the
+        # methods below call this for the plain call, and must stay in front.
+        if not hasattr(type(self), name):
+            self.__dict__[name] = counted
         return counted
 
+    def _call(self, name: str, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return getattr(self._store, name)(*args)
+        except StoreUnavailable:
+            self._metrics.store_errors.labels(name).inc()
+            raise
+        finally:
+            self._metrics.store_timer(name).observe(time.perf_counter() - started)
+
     def create(self, match: Any, caps: Any = None) -> None:
-        self.__getattr__("create")(match, caps)
+        self._call("create", match, caps)
         self._metrics.started.labels(match.mode, match.variant).inc()
 
     def update(self, game_id: str, change: Callable) -> Any:
@@ -295,7 +328,7 @@ class MeteredStore:
             last[:] = [as_update(change(match))]  # a retried change: only the last one landed
             return last[0]
 
-        changed = self.__getattr__("update")(game_id, remembered)
+        changed = self._call("update", game_id, remembered)
         if changed and last:
             before, after = changed
             if not before.is_over and after.is_over:
