@@ -9,8 +9,10 @@ import os
 import signal
 import threading
 
-from ttt.web import create_app, get_socketio, housekeeping, settings
-from ttt.web.serving import BoundedServer
+from ttt.web import create_app, get_socketio
+from ttt.web.ops import settings
+from ttt.web.realtime import housekeeping
+from ttt.web.transport.serving import BoundedServer
 
 
 def main() -> None:
@@ -44,8 +46,8 @@ def _shown(url: str) -> str:
 
 def serve_until_term(app, host: str, port: int) -> None:
     """The Werkzeug server (threads + simple-websocket, fine for one process) until SIGTERM
-    or Ctrl-C; then stop accepting, drain (ttt.web.drain) and return."""
-    # What socketio.run does, with a handle to stop it, and bounds (ttt/web/serving.py).
+    or Ctrl-C; then stop accepting, drain (ttt.web.transport.drain) and return."""
+    # What socketio.run does, with a handle to stop it, and bounds (ttt/web/transport/serving.py).
     server = BoundedServer(host, port, app,
                            cap=settings.connection_cap(settings.descriptor_limit()),
                            header_seconds=float(os.environ.get("TTT_HEADER_SECONDS", "10")))

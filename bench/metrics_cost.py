@@ -12,7 +12,7 @@ import statistics
 import time
 
 from ttt.store.memory import MemoryStore
-from ttt.web.metrics import MeteredStore, Metrics
+from ttt.web.ops.metrics import MeteredStore, Metrics
 
 
 class _Off:

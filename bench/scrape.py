@@ -63,7 +63,7 @@ def timed(call: Callable[[], Any], repeat: int) -> dict[str, float]:
 
 def exposition(store: Any) -> Callable[[], bytes]:
     """One process's whole /metrics text, its live games read from `store`."""
-    from ttt.web.metrics import Metrics
+    from ttt.web.ops.metrics import Metrics
 
     metrics = Metrics()
     metrics.watch_live(lambda: (0, 0), store.count_live_by_kind)

@@ -38,7 +38,7 @@ app = create_app({"TESTING": True, "SECRET_KEY": "work", "TTT_RATE_LIMIT": 0,
                   "TTT_STORE": f"sqlite:///{place}/games.sqlite3"})
 handler = logging.StreamHandler(open(os.devnull, "w"))
 try:
-    from ttt.web import logs
+    from ttt.web.ops import logs
     handler = logs._Ours(open(os.devnull, "w"))
     handler.setFormatter(logs.TextFormatter())
 except (ImportError, AttributeError):

@@ -23,7 +23,7 @@ os.environ.setdefault("TTT_ASYNC_MODE", "gevent")
 # Fewer when the descriptor limit (the unit's LimitNOFILE) would run out first: past it the
 # process could accept nothing, /healthz included ("Too many open files").
 try:
-    from ttt.web.settings import connection_cap, descriptor_limit
+    from ttt.web.ops.settings import connection_cap, descriptor_limit
 
     worker_connections = min(2100, connection_cap(descriptor_limit()))
 except ImportError:  # gunicorn run from another folder: the documented value
@@ -36,7 +36,7 @@ keepalive = 5
 
 # SIGTERM (systemctl stop/restart, or a deploy): the worker stops accepting, finishes the
 # events in flight and closes every connection so that its client reconnects (through nginx:
-# to another process); see ttt/web/drain.py. graceful_timeout bounds it all.
+# to another process); see ttt/web/transport/drain.py. graceful_timeout bounds it all.
 graceful_timeout = int(os.environ.get("TTT_DRAIN_SECONDS", "20")) + 5
 
 # The app's log lines (one per event, TTT_LOG_FORMAT=json for JSON) go to stderr: journald
@@ -49,7 +49,7 @@ accesslog = None
 
 # TTT_LOG_FORMAT=json: gunicorn's own lines (the start-up banner, worker boots and exits,
 # timeouts) as JSON too, through the app's formatter. Only gunicorn's loggers are set here:
-# the root logger is the app's (ttt/web/logs.py). The access logger stays off (above).
+# the root logger is the app's (ttt/web/ops/logs.py). The access logger stays off (above).
 if os.environ.get("TTT_LOG_FORMAT", "").lower() == "json":
     logconfig_dict = {
         "version": 1,
@@ -83,7 +83,7 @@ if os.environ.get("TTT_LOG_FORMAT", "").lower() == "json":
 
 def post_worker_init(worker):
     """Drain on SIGTERM instead of only waiting for open websockets to time out."""
-    from ttt.web.drain import on_gunicorn_worker
+    from ttt.web.transport.drain import on_gunicorn_worker
 
     on_gunicorn_worker(worker, timeout=float(os.environ.get("TTT_DRAIN_SECONDS", "20")))
 

@@ -1,6 +1,6 @@
 // The service worker: the page shell and the static files, so that the installed app opens
 // offline to the site's own page (the last game, read only, and an offline notice). Served at
-// /sw.js by ttt/web/pages.py, which fills in VERSION and PRECACHE: a new release is a new
+// /sw.js by ttt/web/http/pages.py, which fills in VERSION and PRECACHE: a new release is a new
 // worker with a new cache, and the old caches are dropped when it takes over.
 // Never cached: /socket.io/, /api/ and anything else that carries game data. Online, every
 // answer comes from the network first (a fresh page is always the server's); the cache is for

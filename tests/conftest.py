@@ -11,7 +11,7 @@ from ttt.limits import Limits
 from ttt.store import open_store
 from ttt.table import Table
 from ttt.web import create_app, get_socketio
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 @pytest.fixture

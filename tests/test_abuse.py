@@ -91,7 +91,7 @@ def mallory(make):
 
 def marker(call) -> str:
     """Have the server log a line of its own after everything sent before on this connection:
-    a `join` of a game id nobody has, whose access line (ttt.web.logs) names that id. One
+    a `join` of a game id nobody has, whose access line (ttt.web.ops.logs) names that id. One
     connection's events are handled in order (async_handlers=False), so once that line is in
     the log, whatever the earlier ones logged is there too. `call(event, payload)`."""
     token = "mark" + secrets.token_hex(9)

@@ -164,7 +164,7 @@ def test_past_capacity_a_new_hard_game_is_busy_naming_the_level_that_starts():
     from ttt.limits import Limits
     from ttt.store import open_store
     from ttt.table import Table
-    from ttt.web.presence import MemorySeats, Presence
+    from ttt.web.realtime.presence import MemorySeats, Presence
 
     clock = Clock()
     pool = Scheduler([], slots=1)  # no worker: searches wait, nothing runs

@@ -18,7 +18,7 @@ from ttt.store import open_store
 from ttt.table import Table
 from ttt.thinker import Scheduler, search
 from ttt.web import create_app, get_socketio, get_table
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
 

@@ -124,7 +124,7 @@ class Meter:
         self._records = _Records(self.counts)
         logging.getLogger().addHandler(self._records)
         self._level = logging.getLogger().level
-        logging.getLogger().setLevel(logging.INFO)  # as a served process logs (ttt.web.logs)
+        logging.getLogger().setLevel(logging.INFO)  # as a served process logs (ttt.web.ops.logs)
 
     def _live_counts(self) -> Counter:
         return _Gate(self)  # type: ignore[return-value]
@@ -291,10 +291,10 @@ def test_a_grown_count_is_named():
 
 
 def test_the_access_line_is_one_record_with_its_fields_in_both_formats():
-    """The cheap access line (ttt.web.logs) says what it said, and takes more fields."""
+    """The cheap access line (ttt.web.ops.logs) says what it said, and takes more fields."""
     import io
 
-    from ttt.web import logs
+    from ttt.web.ops import logs
 
     stream = io.StringIO()
     handler = logs._Ours(stream)

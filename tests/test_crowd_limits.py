@@ -13,7 +13,7 @@ from tests.test_table import Person
 from ttt.limits import Limits, MemoryLimiter
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 SCHOOL = "192.0.2.7"  # one address in front of many people
 

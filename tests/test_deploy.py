@@ -31,7 +31,7 @@ from tests.stack import (
     player,
     shipped,
 )
-from ttt.web import settings
+from ttt.web.ops import settings
 
 UNIT = DEPLOY / "ttt@.service"
 
@@ -446,7 +446,7 @@ def test_a_slowloris_from_one_address_does_not_stop_healthz(tmp_path):
     few they are refused at once (503, no thread), the rest closed at the header deadline
     (3 s here), and /healthz from another address answers throughout."""
     from bench.common import raise_nofile
-    from ttt.web.serving import waiting_cap
+    from ttt.web.transport.serving import waiting_cap
 
     raise_nofile()
     need_binary("prlimit")

@@ -73,8 +73,8 @@ from ttt import wire
 from ttt.rules import Board
 from ttt.store.codec import to_json
 from ttt.web import create_app, get_socketio, get_table
-from ttt.web.events import emit_all
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.events import emit_all
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 class TicTacToeMachine(RuleBasedStateMachine):

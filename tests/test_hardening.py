@@ -12,7 +12,7 @@ from tests.servers import Remote, Server, close_all
 from ttt.match import create
 from ttt.store import open_store
 from ttt.web import create_app
-from ttt.web.presence import FORGET_AFTER, MemorySeats
+from ttt.web.realtime.presence import FORGET_AFTER, MemorySeats
 
 
 @pytest.mark.parametrize("path", ["/r/²", "/r/٣", "/r/１２", "/r/40812%0A",

@@ -12,8 +12,9 @@ from tests.test_table import Person  # `clock` and `table`: tests/conftest.py
 from ttt.limits import Limits
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web import create_app, housekeeping
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web import create_app
+from ttt.web.realtime import housekeeping
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 PERFECT = {"mode": "ai", "you": "X", "level": "perfect"}
 

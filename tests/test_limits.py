@@ -8,8 +8,8 @@ from ttt.limits import Limits, MemoryLimiter, RedisLimiter
 from ttt.match import MatchError, create
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web.admission import Admission
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.presence import MemorySeats, Presence
+from ttt.web.transport.admission import Admission
 
 
 class Clock:

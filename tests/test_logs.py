@@ -103,7 +103,7 @@ def test_library_warnings_come_out_as_json():
     """python-socketio, python-engineio and `warnings.warn`, in a process set up for JSON."""
     code = """
 import logging, warnings
-from ttt.web import logs
+from ttt.web.ops import logs
 logs.configure("json")
 import engineio, socketio
 socketio.Server()  # would add a bare handler to a logger with no level
@@ -120,7 +120,7 @@ warnings.warn("a library warning")
 
 def test_a_bug_in_a_handler_is_not_called_a_malformed_packet(caplog):
     """Only a packet that fails to decode is the client's fault; a KeyError is ours."""
-    from ttt.web import sockets
+    from ttt.web.realtime import sockets
 
     engine = logging.getLogger("engineio.server")
     engine.addFilter(sockets._NoClientTracebacks())

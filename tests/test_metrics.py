@@ -187,7 +187,7 @@ def test_an_unreachable_store_keeps_the_live_figure_and_counts_one_error_a_scrap
 
 
 def test_the_ai_pool_reports_its_searches_and_its_queue(metered):
-    from ttt.web.metrics import observe_search, watch_queue
+    from ttt.web.ops.metrics import observe_search, watch_queue
 
     class Queue:
         def waiting(self) -> int:
@@ -274,7 +274,7 @@ def test_on_call_figures_are_exported(metered):
     """Issue 32: process and platform collectors, build info, store latency by operation,
     AI queue wait, refused connections, unhandled errors and 5xx by route."""
     from ttt import build
-    from ttt.web.metrics import observe_wait, refused_connection, unhandled
+    from ttt.web.ops.metrics import observe_wait, refused_connection, unhandled
 
     client = metered.test_client()
     before = scrape(client)
@@ -297,7 +297,7 @@ def test_on_call_figures_are_exported(metered):
 
 
 def test_a_route_that_fails_counts_a_5xx_and_an_unhandled_error(metered):
-    from ttt.web.metrics import SERVER_ERRORS, UNHANDLED
+    from ttt.web.ops.metrics import SERVER_ERRORS, UNHANDLED
 
     metered.config["PROPAGATE_EXCEPTIONS"] = False  # answered 500 as in production
 

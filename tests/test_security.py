@@ -28,7 +28,8 @@ import websocket
 from flask.sessions import SecureCookieSessionInterface
 
 from tests.servers import ROOT, Log, Remotes, Server, free_port, in_ci
-from ttt.web import create_app, get_socketio, housekeeping
+from ttt.web import create_app, get_socketio
+from ttt.web.realtime import housekeeping
 
 SECRET = "security-test-secret"
 HELLO_SECONDS = 3          # the test server closes sessions that do not join by then
@@ -642,7 +643,7 @@ def test_the_purge_loop_checkpoints_the_store():
 # --- the guard's own memory -----------------------------------------------------------------------
 
 def test_the_guard_forgets_sessions_that_end():
-    from ttt.web.guard import Guard
+    from ttt.web.transport.guard import Guard
 
     app = create_app({"TESTING": True, "SECRET_KEY": SECRET, "TTT_STORE": "memory://",
                       "TTT_HELLO_SECONDS": 0})

@@ -11,7 +11,7 @@ from ttt.match import FIRST_MOVE
 from ttt.store import open_store
 from ttt.table import Reply, Table, room
 from ttt.thinker import Inline, Scheduler
-from ttt.web.presence import MemorySeats, Presence
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 class Person:

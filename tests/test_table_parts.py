@@ -16,7 +16,7 @@ from ttt.store.memory import MemoryStore
 from ttt.table import Table
 from ttt.thinker import Inline
 from ttt.views import Views
-from ttt.web.presence import Presence
+from ttt.web.realtime.presence import Presence
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = (Views, AiTurns, Endgame, Clocks)

@@ -1,14 +1,14 @@
 """The transport's defences: each one live on a real server, none of them silently off.
 
 `DEFENCES` is the one list of what the server refuses at the transport (docs/protocol.md
-"Refused at the transport"; ttt/web/transport.py says where each lives); the detailed
+"Refused at the transport"; ttt/web/transport/defences.py says where each lives); the detailed
 attacks are in test_security.py, test_hardening.py and test_abuse.py. The one defence no
 request from outside can reach while the others hold (Engine.IO's disconnect not waiting
 for a poll) is checked in process: test_engineio_disconnect_does_not_wait_for_a_poll
 (test_security.py).
 
 Then: a missing engine hook stops the server from starting, and no module of ttt but
-ttt/web/engine_hooks.py touches python-engineio's or python-socketio's internals.
+ttt/web/transport/engine_hooks.py touches python-engineio's or python-socketio's internals.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from engineio import socket as eio_socket
 from socketio import base_manager
 
 from tests.servers import ROOT, Log, Server
-from ttt.web import create_app, engine_hooks
-from ttt.web.engine_hooks import HOOKS, HookMissing
+from ttt.web import create_app
+from ttt.web.transport import engine_hooks
+from ttt.web.transport.engine_hooks import HOOKS, HookMissing
 
 SECRET = "transport-test-secret"
 HELLO_SECONDS = 2
@@ -343,7 +344,7 @@ def test_a_built_app_is_guarded():
 
 # --- nobody else touches the libraries' internals -------------------------------------------------
 
-ADAPTER = ROOT / "ttt" / "web" / "engine_hooks.py"
+ADAPTER = ROOT / "ttt" / "web" / "transport" / "engine_hooks.py"
 #: What engine_hooks.py reaches into, by name, as an attribute or a getattr string.
 HOOK_NAMES = ("_async", "_handle_event_internal", "_handle_emit", "_websocket_handler",
               "sockets", "upgrading", "manager_initialized", "get_participants")

@@ -13,9 +13,9 @@ from tests.test_table import Person
 from ttt.limits import Limits, MemoryLimiter
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web.housekeeping import UNPLAYED_SECONDS, end_unplayed
-from ttt.web.presence import MemorySeats, Presence
-from ttt.web.settings import DEFAULTS
+from ttt.web.ops.settings import DEFAULTS
+from ttt.web.realtime.housekeeping import UNPLAYED_SECONDS, end_unplayed
+from ttt.web.realtime.presence import MemorySeats, Presence
 
 STRANGERS = "203.0.113.50"
 

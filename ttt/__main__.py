@@ -225,7 +225,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     import logging
 
-    from ttt.web import logs
+    from ttt.web.ops import logs
 
     logs.configure()  # TTT_LOG_FORMAT=json: RQ's lines and ours as JSON, as the servers'
     logging.getLogger("ttt.workers").info("searching for the queue %r on %s",

@@ -1,7 +1,7 @@
 """The JSON log line (TTT_LOG_FORMAT=json), standard library only: gunicorn's master loads it
 through deploy/gunicorn.conf.py before it forks, and must not import the web app (gevent
 patches the standard library in the worker; anything imported earlier stays unpatched).
-ttt.web.logs sets it up for the app."""
+ttt.web.ops.logs sets it up for the app."""
 
 from __future__ import annotations
 

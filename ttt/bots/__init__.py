@@ -2,7 +2,7 @@
 
 What a bot is (a name, a hashed token, a player id of its own, a record against other bots
 and a rating), how its token is made and checked, and the Elo step. Pure: no Flask, no
-database; the storage lives in `ttt.bots.book`, the HTTP API in `ttt.web.api`.
+database; the storage lives in `ttt.bots.book`, the HTTP API in `ttt.web.http.api`.
 """
 
 from __future__ import annotations

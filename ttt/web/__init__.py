@@ -17,10 +17,10 @@ from ttt import workers
 from ttt.limits import Limits, open_limiter
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web import logs, settings
 from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
-from ttt.web.metrics import MeteredStore, Metrics, observe_search, watch_queue
-from ttt.web.presence import MemorySeats, Presence, RedisSeats
+from ttt.web.ops import logs, settings
+from ttt.web.ops.metrics import MeteredStore, Metrics, observe_search, watch_queue
+from ttt.web.realtime.presence import MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _init_store(app)
     _init_presence(app)
     _init_table(app)
-    from ttt.web import i18n, pages, sockets
+    from ttt.web import i18n
+    from ttt.web.http import pages
+    from ttt.web.realtime import sockets
 
     i18n.init_app(app)
     app.register_blueprint(pages.bp)
@@ -70,7 +72,7 @@ def _init_presence(app: Flask) -> None:
 
 def _init_table(app: Flask) -> None:
     """The master, with the house's limits, the bots' referee and the AI's thinker."""
-    from ttt.web import botsite
+    from ttt.web.http import botsite
 
     config = app.config
     limited = config["TTT_RATE_LIMIT"] > 0  # 0: benchmarks and trusted bots, no limit at all

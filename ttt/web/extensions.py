@@ -16,7 +16,7 @@ from flask_socketio import SocketIO
 if TYPE_CHECKING:
     from ttt.store import Store
     from ttt.table import Table
-    from ttt.web.hub import Hub
+    from ttt.web.realtime.hub import Hub
 
 # Which app each Socket.IO server serves: pushes sent outside a request (the clocks loop, an
 # AI's late move) find the app's parts from the server they go through.

@@ -6,7 +6,8 @@ behind a sticky front (docs/deploy.md). The Socket.IO async mode follows the
 worker: gevent for `-k gevent`, threading for `-k gthread` (set TTT_ASYNC_MODE).
 """
 
-from ttt.web import create_app, housekeeping
+from ttt.web import create_app
+from ttt.web.realtime import housekeeping
 
 app = create_app()
 housekeeping.start(app)  # served: the clocks, leases, purges and waiting AI turns run

@@ -9,9 +9,9 @@ from flask import Flask
 from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
 
-from ttt.web.admission import Admission
 from ttt.web.extensions import keep_socketio
-from ttt.web.metrics import refused_connection
+from ttt.web.ops.metrics import refused_connection
+from ttt.web.transport.admission import Admission
 
 
 class TextPacket(socketio_packet.Packet):
@@ -49,7 +49,7 @@ class _NoClientTracebacks(logging.Filter):
             else:
                 record.msg = "unexpected error handling a client's packet: %s: %.200s"
                 record.args = (type(error).__name__, error)
-                from ttt.web.metrics import unhandled
+                from ttt.web.ops.metrics import unhandled
 
                 unhandled("socketio")
         return True
@@ -76,7 +76,9 @@ def _quiet_client_errors() -> None:
 
 def init_app(app: Flask) -> SocketIO:
     """One SocketIO for the app (kept in app.extensions), its handlers and its WSGI layers."""
-    from ttt.web import botsite, drain, events, transport
+    from ttt.web.http import botsite
+    from ttt.web.realtime import events
+    from ttt.web.transport import defences, drain
 
     socketio = SocketIO(
         app,
@@ -96,7 +98,7 @@ def init_app(app: Flask) -> SocketIO:
     )
     table = app.extensions["ttt_table"]
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
-    transport.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
+    defences.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     botsite.install(app, socketio, table)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]

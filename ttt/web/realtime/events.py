@@ -14,10 +14,10 @@ from socketio import PubSubManager
 from ttt.bots import v3_answer
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
-from ttt.web.admission import address_of
-from ttt.web.engine_hooks import room_members
 from ttt.web.extensions import hub_of
-from ttt.web.metrics import refused_connection, unhandled
+from ttt.web.ops.metrics import refused_connection, unhandled
+from ttt.web.transport.admission import address_of
+from ttt.web.transport.engine_hooks import room_members
 
 log = logging.getLogger("ttt.events")
 
@@ -30,7 +30,7 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
     """
     server = socketio.server
     local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
-    bots = hub_of(socketio)  # the bot streams' hub (ttt.web.hub), kept in app.extensions
+    bots = hub_of(socketio)  # the bot streams' hub (ttt.web.realtime.hub), kept in app.extensions
     for push in pushes:
         skip = sender if push.skip_sender else None
         if local and not (bots and bots.hears(push.room)):
@@ -59,7 +59,7 @@ def _show(server: Any, sid: str, target: str) -> None:
 def register(socketio: SocketIO, table: Table, config: Any,
              watch: Callable[[str, Callable], Callable] | None = None) -> None:
     """Attach every event handler to this SocketIO object (`config`: the app's, read live;
-    `watch(name, handler)`: the handler measured, logged and drained, ttt.web.drain)."""
+    `watch(name, handler)`: the handler measured, logged and drained, ttt.web.transport.drain)."""
     server = socketio.server
 
     def versioned(sid: str, answer: dict) -> dict:

@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Flask
 
-from ttt.web import engine_hooks
+from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.health")
 

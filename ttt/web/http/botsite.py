@@ -12,9 +12,9 @@ from flask_socketio import SocketIO
 from ttt.bots.book import open_book
 from ttt.bots.referee import MOVE_SECONDS, Referee
 from ttt.table import Table
-from ttt.web import api, botmaking, botpages, ladder
 from ttt.web.extensions import keep_hub
-from ttt.web.hub import Hub
+from ttt.web.http import api, botmaking, botpages, ladder
+from ttt.web.realtime.hub import Hub
 
 MAX_GAMES = 10   # live games a bot may sit in at once
 

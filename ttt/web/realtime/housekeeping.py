@@ -15,9 +15,9 @@ from flask import Flask
 from ttt.match import Match, ending
 from ttt.rules import Termination
 from ttt.table import Push, Table
-from ttt.web.events import emit_all
-from ttt.web.metrics import serve_apart
-from ttt.web.presence import LEASE_SECONDS
+from ttt.web.ops.metrics import serve_apart
+from ttt.web.realtime.events import emit_all
+from ttt.web.realtime.presence import LEASE_SECONDS
 
 log = logging.getLogger("ttt.housekeeping")
 

@@ -30,11 +30,11 @@ from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_var
 from ttt.bots.book import register
 from ttt.replies import N_
 from ttt.table import refusal
-from ttt.web.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
-from ttt.web.botpages import bot_or_404
-from ttt.web.events import client_address
+from ttt.web.http.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
+from ttt.web.http.botpages import bot_or_404
+from ttt.web.http.pages import ensure_player, from_this_site, site_url
 from ttt.web.i18n import said
-from ttt.web.pages import ensure_player, from_this_site, site_url
+from ttt.web.realtime.events import client_address
 
 bp = Blueprint("bot_making", __name__)
 

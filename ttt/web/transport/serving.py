@@ -1,7 +1,7 @@
 """The threaded server of `python app.py`, bounded: connections, and time to send headers.
 
 Werkzeug starts a thread per accepted connection and waits for its headers forever, and the
-admission layer (ttt/web/admission.py) only sees a request once its headers are in. So
+admission layer (ttt/web/transport/admission.py) only sees a request once its headers are in. So
 half-sent requests (a slowloris) held a thread and a descriptor each until the process ran
 out of descriptors and answered nobody, /healthz included. Here, before any thread starts:
 

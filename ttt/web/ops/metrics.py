@@ -176,7 +176,7 @@ class Metrics:
         self._live.connections, self._live.live = connections, live
 
     def watch_parts(self, parts: Callable[[], dict[str, bool]]) -> None:
-        """Read each part's health (ttt.web.health.parts) when scraped: ttt_part_up{part}."""
+        """Read each part's health (ttt.web.ops.health.parts) when scraped: ttt_part_up{part}."""
         self._parts.parts = parts
 
     def exposition(self) -> bytes:

@@ -148,7 +148,7 @@ def check(server: Any) -> None:
             raise HookMissing(
                 f"ttt: {package} {_version(package)} lacks hook {hook}; the transport guard "
                 f"cannot run: pin {package}~={WRITTEN_FOR[package]} (pyproject.toml) or "
-                f"port ttt/web/engine_hooks.py to this version")
+                f"port ttt/web/transport/engine_hooks.py to this version")
 
 
 # --- Engine.IO sessions: their start and end -----------------------------------------------------

@@ -29,8 +29,9 @@ from werkzeug.exceptions import NotFound
 from ttt import analysis
 from ttt.rules import Board
 from ttt.variants import VARIANTS
-from ttt.web import health, i18n
+from ttt.web import i18n
 from ttt.web.extensions import get_store, get_table
+from ttt.web.ops import health
 
 bp = Blueprint("pages", __name__)
 

@@ -28,7 +28,7 @@ from ttt.bots import Bot, BotError, check_name
 from ttt.match import SIDES
 from ttt.replies import N_
 from ttt.table import refusal, valid_id
-from ttt.web.botkit import (
+from ttt.web.http.botkit import (
     NOT_JSON,
     answer,
     book,
@@ -40,9 +40,9 @@ from ttt.web.botkit import (
     seat_from,
     table,
 )
-from ttt.web.events import client_address
+from ttt.web.http.pages import ensure_player, from_this_site, site_url
 from ttt.web.i18n import said
-from ttt.web.pages import ensure_player, from_this_site, site_url
+from ttt.web.realtime.events import client_address
 
 bp = Blueprint("bots_pages", __name__)
 
@@ -65,7 +65,7 @@ def ladder():
     return render_template("bots.html", bots=cards)
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bots"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "bots"
 SERVED_EXAMPLES = ("minimax.py", "random_ultimate.py")  # the guide links these
 
 

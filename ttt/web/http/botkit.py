@@ -22,9 +22,9 @@ from ttt.match import SIDES, MatchError
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
 from ttt.variants import VARIANTS, record_key
-from ttt.web.events import client_address, emit_all
 from ttt.web.extensions import get_hub
-from ttt.web.hub import Hub, bot_room
+from ttt.web.realtime.events import client_address, emit_all
+from ttt.web.realtime.hub import Hub, bot_room
 
 log = logging.getLogger("ttt.bots")
 

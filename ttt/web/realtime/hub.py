@@ -36,9 +36,9 @@ from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, room
-from ttt.web import engine_hooks
-from ttt.web.events import emit_all
-from ttt.web.presence import LEASE_SECONDS
+from ttt.web.realtime.events import emit_all
+from ttt.web.realtime.presence import LEASE_SECONDS
+from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.bots")
 PING_EVERY = 15.0

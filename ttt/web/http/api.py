@@ -19,7 +19,7 @@ from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
 from ttt.store import StoreUnavailable
 from ttt.table import Push, refusal
-from ttt.web.botkit import (
+from ttt.web.http.botkit import (
     STORE_AWAY,
     answer,
     book,
@@ -34,8 +34,8 @@ from ttt.web.botkit import (
     seat_from,
     table,
 )
-from ttt.web.events import emit_all
-from ttt.web.hub import bot_room, peer_gone
+from ttt.web.realtime.events import emit_all
+from ttt.web.realtime.hub import bot_room, peer_gone
 
 bp = Blueprint("bots_api", __name__)
 

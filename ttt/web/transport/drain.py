@@ -10,7 +10,7 @@ client, which finds the game as it was after its reconnect and plays again. So n
 answered twice or lost, and a timed game's clock runs on only for as long as the reconnect.
 
 `watch` wraps each event handler: it counts the event in flight, and gives the metrics and
-the log line (ttt.web.logs.access) of each event.
+the log line (ttt.web.ops.logs.access) of each event.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import Any
 
 from ttt.payloads import valid_id
 from ttt.table import refusal
-from ttt.web import engine_hooks, logs
-from ttt.web.metrics import Metrics
+from ttt.web.ops import logs
+from ttt.web.ops.metrics import Metrics
+from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.drain")
 
@@ -161,7 +162,7 @@ def _live_by_kind(app: Any) -> dict[tuple[str, str], int]:
 
 def install(app: Any, socketio: Any) -> Drain:
     """Metrics, /metrics, the drain and the log set-up of one app; the drain."""
-    from ttt.web.metrics import serve
+    from ttt.web.ops.metrics import serve
 
     metrics: Metrics = app.extensions["ttt_metrics"]
     metrics.watch_live(functools.partial(engine_hooks.connection_counts, socketio.server),

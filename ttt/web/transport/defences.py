@@ -5,7 +5,7 @@ on a real server):
 
 | defence                                        | where                                 |
 |------------------------------------------------|---------------------------------------|
-| body over the cap: 413, read no further         | `Guard` (WSGI, ttt/web/guard.py)      |
+| body over the cap: 413, read no further         | `Guard` (WSGI, transport/guard.py)      |
 | polling POST with a packet Engine.IO chokes on  | `Guard`                               |
 | JSONP polling: 400                              | `Guard`                               |
 | a sid with another player's cookie: 400         | `Guard`                               |
@@ -33,8 +33,8 @@ from engineio import packet as eio_packet
 from flask import Flask
 from flask_socketio import SocketIO
 
-from ttt.web import engine_hooks
-from ttt.web.guard import Guard
+from ttt.web.transport import engine_hooks
+from ttt.web.transport.guard import Guard
 
 log = logging.getLogger("ttt.guard")
 

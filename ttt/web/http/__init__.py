@@ -1,0 +1,1 @@
+"""The HTTP side: the pages, the bot API, the bot pages and the operator's ladder."""

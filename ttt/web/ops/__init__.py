@@ -1,0 +1,1 @@
+"""Operations: settings, logs, metrics and health."""
