@@ -37,3 +37,42 @@ def test_engine_and_match_modules_import_no_web_database_or_redis_packages():
     assert report["pure"] == sorted(PURE_MODULES)
     # ...and none of them pulled in a web, database or Redis package.
     assert report["loaded"] == []
+
+
+# --- ttt/web/ in rooms (issue 36): which room may import which -------------------------------
+
+ROOMS = ("transport", "realtime", "http", "ops")
+# What each room may import of the others (besides itself, and ttt.web's own modules):
+# the transport sits under the game, the real-time side under the pages; settings, logs and
+# metrics are leaves every room uses, and health reads the transport's queue listener.
+MAY_IMPORT = {
+    "transport": {"ops"},
+    "realtime": {"transport", "ops"},
+    "http": {"realtime", "transport", "ops"},
+    "ops": {"transport"},
+}
+LEAVES = {"ttt.web.ops.settings", "ttt.web.ops.logs", "ttt.web.ops.metrics"}
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["ttt", "web"] and parts[2] in ROOMS \
+        else None
+
+
+def test_each_room_of_the_web_layer_imports_only_the_rooms_below_it():
+    from tests.test_import_cycles import graph
+
+    found = graph()
+    assert {room_of(m) for m in found} >= set(ROOMS), "the rooms of ttt/web/ moved"
+    wrong = sorted(f"{m} -> {t}" for m, targets in found.items() for t in targets
+                   if room_of(m) and room_of(t) and room_of(t) != room_of(m)
+                   and room_of(t) not in MAY_IMPORT[room_of(m)])
+    assert wrong == [], "\n".join(wrong)
+    # The leaves import no other module of the web layer.
+    leaning = sorted(f"{m} -> {t}" for m in LEAVES for t in found[m] if t.startswith("ttt.web"))
+    assert leaning == [], "\n".join(leaning)
+    # Only the factory (ttt.web) wires the HTTP side in; nothing below it reaches up.
+    up = sorted(m for m, targets in found.items() if room_of(m) != "http"
+                and any(room_of(t) == "http" for t in targets))
+    assert up == ["ttt.web"], up

@@ -36,12 +36,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _init_presence(app)
     _init_table(app)
     from ttt.web import i18n
-    from ttt.web.http import pages
+    from ttt.web.http import botsite, pages
     from ttt.web.realtime import sockets
 
     i18n.init_app(app)
     app.register_blueprint(pages.bp)
-    sockets.init_app(app)
+    socketio = sockets.init_app(app)
+    # The HTTP side is wired here, by the factory: the real-time side below it never reaches
+    # up into the pages (tests/test_layers.py, the rooms of ttt/web/).
+    botsite.install(app, socketio, app.extensions["ttt_table"])
     return app
 
 

@@ -76,7 +76,6 @@ def _quiet_client_errors() -> None:
 
 def init_app(app: Flask) -> SocketIO:
     """One SocketIO for the app (kept in app.extensions), its handlers and its WSGI layers."""
-    from ttt.web.http import botsite
     from ttt.web.realtime import events
     from ttt.web.transport import defences, drain
 
@@ -99,7 +98,6 @@ def init_app(app: Flask) -> SocketIO:
     table = app.extensions["ttt_table"]
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
     defences.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
-    botsite.install(app, socketio, table)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]
         app.wsgi_app, trusted=app.config["TTT_TRUSTED_PROXIES"],
