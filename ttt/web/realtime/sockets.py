@@ -46,6 +46,14 @@ class _NoClientTracebacks(logging.Filter):
                 record.args = (type(error).__name__, error)
                 record.levelno, record.levelname = logging.WARNING, "WARNING"
                 record.exc_info, record.exc_text = None, None
+            elif _closed_while_connecting(error, record.exc_info[2]):
+                # python-socketio reads the session's environ, which a close (a drain sending
+                # every client elsewhere, a client that left) has just removed: the client is
+                # gone, nothing is ours to mend. One line, no traceback, no error counted.
+                record.msg = "a connection closed while its connect packet was handled (%s)"
+                record.args = (type(error).__name__,)
+                record.levelno, record.levelname = logging.INFO, "INFO"
+                record.exc_info, record.exc_text = None, None
             else:
                 record.msg = "unexpected error handling a client's packet: %s: %.200s"
                 record.args = (type(error).__name__, error)
@@ -53,6 +61,16 @@ class _NoClientTracebacks(logging.Filter):
 
                 unhandled("socketio")
         return True
+
+
+def _closed_while_connecting(error: BaseException, tb: Any) -> bool:
+    """A KeyError raised in python-socketio's own connect handling: the session it looked up
+    was closed meanwhile."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return (isinstance(error, KeyError) and tb is not None
+            and tb.tb_frame.f_code.co_name == "_handle_connect"
+            and "socketio" in tb.tb_frame.f_code.co_filename)
 
 
 def _in_decode(tb: Any) -> bool:
