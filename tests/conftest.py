@@ -58,7 +58,8 @@ def live_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("server") / "server.log"
     # Every test client comes from 127.0.0.1: one address must not limit them all.
     server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "live-test",
-                     "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000"},
+                     "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000",
+                     "TTT_UNJOINED_PER_ADDRESS": "100000"},
                     log=log).start()
     yield server.url
     server.stop()

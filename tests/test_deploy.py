@@ -59,7 +59,8 @@ def stack(tmp_path_factory):
                "TTT_SECRET_KEY": "deploy-test-secret", "TTT_METRICS_TOKEN": METRICS_TOKEN,
                "TTT_TRUSTED_PROXIES": "127.0.0.1", "TTT_DRAIN_SECONDS": "15",
                # every simulated player shares 127.0.0.1: lift the per-address limits
-               "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000"}
+               "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000",
+               "TTT_UNJOINED_PER_ADDRESS": "100000"}
         backends = []
         nofile = int(shipped(UNIT, "LimitNOFILE"))  # as systemd would start them
         for i in (1, 2):

@@ -31,13 +31,13 @@ def pragma_on_every_connection(store: SqliteStore, monkeypatch, pragma: list[str
         return conn
 
     monkeypatch.setattr(pool, "_open", open_with_pragma)
-    for conn in list(pool._idle.queue):
+    for conn in list(pool._idle):
         conn.execute(pragma[0])
 
 
 def set_pragma(store: SqliteStore, pragma: list[str], value: str) -> None:
     pragma[0] = value
-    for conn in list(store._pool._idle.queue):
+    for conn in list(store._pool._idle):
         conn.execute(value)
 
 

@@ -86,6 +86,8 @@ def _init_table(app: Flask) -> None:
                       live_per_address=config["TTT_MAX_LIVE_PER_ADDRESS"],
                       live_total=config["TTT_MAX_LIVE_GAMES"],
                       creations_per_minute=float(config["TTT_CREATE_RATE"]) if limited else 0.0,
+                      unjoined_per_player=int(config["TTT_UNJOINED_PER_PLAYER"]),
+                      unjoined_per_address=float(config["TTT_UNJOINED_PER_ADDRESS"]),
                       renames_per_minute=10.0 if limited else 0.0),
                   salt=hashlib.sha256(str(config["SECRET_KEY"]).encode()).digest(),
                   thinker=workers.build(config))

@@ -63,6 +63,8 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_MAX_CONNECTIONS_PER_ADDRESS=200,  # all processes: a school behind one NAT fits
     TTT_MAX_OPEN_CONNECTIONS=None,     # in flight in this process (see OPEN_CONNECTIONS)
     TTT_CREATE_RATE=30.0,              # new games a minute per player and per address
+    TTT_UNJOINED_PER_PLAYER=10,        # friend links waiting for a friend, per person
+    TTT_UNJOINED_PER_ADDRESS=60,       # such links made per half hour from one address
     TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
     TTT_TRUSTED_PROXIES="",            # addresses whose X-Forwarded-For is believed
     TTT_UNTOUCHED_TTL=1800,            # a game nobody moved in or joined (a link unshared)
@@ -130,7 +132,7 @@ def _env_config() -> dict[str, Any]:
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
                 "TTT_BOT_MAX_GAMES", "TTT_BOT_MAX_PER_PERSON", "TTT_AI_WORKERS", "TTT_AI_QUEUE_MAX",
                 "TTT_MAX_CONNECTIONS", "TTT_MAX_CONNECTIONS_PER_ADDRESS",
-                "TTT_MAX_OPEN_CONNECTIONS"):
+                "TTT_MAX_OPEN_CONNECTIONS", "TTT_UNJOINED_PER_PLAYER", "TTT_UNJOINED_PER_ADDRESS"):
         if env.get(key):
             config[key] = int(env[key])
     if env.get("TTT_TRUSTED_PROXIES"):
