@@ -70,11 +70,15 @@ class Holder:
         self._pinger = threading.Thread(target=self._pong, daemon=True)
         self._pinger.start()
 
+    def connect(self, cookie: str, address: str) -> websocket.WebSocket:
+        """A websocket as from `address`: here through a trusted X-Forwarded-For."""
+        return websocket.create_connection(
+            self.url, timeout=10, header=[f"X-Forwarded-For: {address}",
+                                          f"Cookie: session={cookie}"])
+
     def open(self, cookie: str, address: str) -> bool:
         try:
-            ws = websocket.create_connection(
-                self.url, timeout=10, header=[f"X-Forwarded-For: {address}",
-                                              f"Cookie: session={cookie}"])
+            ws = self.connect(cookie, address)
         except websocket.WebSocketBadStatusException:
             self.refused += 1
             return False

@@ -47,32 +47,12 @@ class SourceHolder(Holder):
         super().__init__(base)
         self.host, self.port = "127.0.0.1", int(base.rsplit(":", 1)[1])
 
-    def open(self, cookie: str, address: str) -> bool:
-        try:
-            sock = socket.create_connection((self.host, self.port), timeout=10,
-                                            source_address=(address, 0))
-            ws = websocket.create_connection(self.url, timeout=10, socket=sock,
-                                             header=[f"Cookie: session={cookie}"])
-        except websocket.WebSocketBadStatusException:
-            self.refused += 1
-            return False
-        except (OSError, websocket.WebSocketException):
-            self.failed += 1
-            return False
-        try:
-            ws.recv()            # Engine.IO open
-            ws.send("40")        # Socket.IO connect
-            answer = ws.recv()
-        except (OSError, websocket.WebSocketException):
-            answer = ""
-        if not answer.startswith("40"):
-            self.failed += 1
-            ws.close()
-            return False
-        with self._lock:
-            self.held.append(ws)
-            self._chooser.register(ws.sock, 1, ws)  # selectors.EVENT_READ
-        return True
+    def connect(self, cookie: str, address: str) -> websocket.WebSocket:
+        """A websocket really from `address` (a bound source address on loopback)."""
+        sock = socket.create_connection((self.host, self.port), timeout=10,
+                                        source_address=(address, 0))
+        return websocket.create_connection(self.url, timeout=10, socket=sock,
+                                           header=[f"Cookie: session={cookie}"])
 
 
 def get(base: str, path: str, source: str = "127.0.0.1") -> tuple[int | str, float, str]:
