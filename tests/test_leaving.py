@@ -208,3 +208,34 @@ def test_the_purge_round_ends_ai_games_left_untouched():
     assert store.record(ana.player)["perfect"]["losses"] == 1
     table.thinker.close()
     store.close()
+
+
+def test_a_new_game_after_a_finished_one_neither_reads_nor_writes_it(clock, tmp_path):
+    """issue 28: the finished game, cached as this process wrote it, cannot be left (a finished
+    game stays finished): new_game skips the leaving change and the presence read of it."""
+    store = open_store(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0))
+    ana = Person(table)
+    old = ana.ok("new_game", **PERFECT).answer["game"]
+    assert ana.ok("resign", game=old["id"]).answer["game"]["status"] == "won"
+    touched: list[str] = []
+
+    def counting(call):
+        def counted(game_id, *rest):
+            touched.append(game_id)
+            return call(game_id, *rest)
+        return counted
+
+    store.get, store.update = counting(store.get), counting(store.update)
+    answer = ana.ok("new_game", **PERFECT).answer  # a version 3 client: no `from`
+    assert "left" not in answer or answer["left"] is None
+    assert old["id"] not in touched
+    assert store.get(old["id"]).status == "won" and answer["game"]["status"] == "playing"
+    # A live one is still left, through the store's compare-and-set as before.
+    game = moved(ana, answer["game"], 2)
+    touched.clear()
+    left = ana.ok("new_game", **PERFECT).answer["left"]
+    assert left == {"game": game["id"], "status": "won", "reason": "resign"}
+    assert game["id"] in touched
+    store.close()
