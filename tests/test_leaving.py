@@ -239,3 +239,33 @@ def test_a_new_game_after_a_finished_one_neither_reads_nor_writes_it(clock, tmp_
     assert left == {"game": game["id"], "status": "won", "reason": "resign"}
     assert game["id"] in touched
     store.close()
+
+
+@pytest.mark.parametrize("variant", ["classic", "ultimate"])
+def test_abortable_counts_the_persons_moves_as_the_board_shows_them(variant):
+    """issue 28: `abortable` counts the person's moves by ply; the board agrees, for either
+    side, with or without preset moves."""
+    import random
+    from dataclasses import replace
+
+    from ttt.endings import abortable
+    from ttt.match import AI, create
+
+    dice = random.Random(5)
+    for _ in range(200):
+        you = dice.choice(["X", "O"])
+        match = create("ai", "p" * 22, 0.0, you=you, level="easy", rng=dice, variant=variant)
+        board = match.board
+        moves = list(match.moves)
+        for _ in range(dice.randrange(0, 7)):
+            legal = board.legal_moves()
+            if not legal:
+                break
+            moves.append(dice.choice(legal))
+            board = board.play(moves[-1])
+        start = dice.randrange(0, len(moves) + 1) if dice.random() < 0.3 else 0
+        played = replace(match, moves=tuple(moves), start=start)
+        person = next(m for m in ("X", "O") if played.seats[m] != AI)
+        by_board = sum(1 for cell in played.moves[start:]
+                       if played.board.cell(cell) == person) < 2
+        assert abortable(played) == by_board
