@@ -208,3 +208,64 @@ def test_the_purge_round_ends_ai_games_left_untouched():
     assert store.record(ana.player)["perfect"]["losses"] == 1
     table.thinker.close()
     store.close()
+
+
+def test_a_new_game_after_a_finished_one_neither_reads_nor_writes_it(clock, tmp_path):
+    """issue 28: the finished game, cached as this process wrote it, cannot be left (a finished
+    game stays finished): new_game skips the leaving change and the presence read of it."""
+    store = open_store(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    table = Table(store, Presence(MemorySeats(clock), clock), clock=clock,
+                  limits=Limits(creations_per_minute=0))
+    ana = Person(table)
+    old = ana.ok("new_game", **PERFECT).answer["game"]
+    assert ana.ok("resign", game=old["id"]).answer["game"]["status"] == "won"
+    touched: list[str] = []
+
+    def counting(call):
+        def counted(game_id, *rest):
+            touched.append(game_id)
+            return call(game_id, *rest)
+        return counted
+
+    store.get, store.update = counting(store.get), counting(store.update)
+    answer = ana.ok("new_game", **PERFECT).answer  # a version 3 client: no `from`
+    assert "left" not in answer or answer["left"] is None
+    assert old["id"] not in touched
+    assert store.get(old["id"]).status == "won" and answer["game"]["status"] == "playing"
+    # A live one is still left, through the store's compare-and-set as before.
+    game = moved(ana, answer["game"], 2)
+    touched.clear()
+    left = ana.ok("new_game", **PERFECT).answer["left"]
+    assert left == {"game": game["id"], "status": "won", "reason": "resign"}
+    assert game["id"] in touched
+    store.close()
+
+
+@pytest.mark.parametrize("variant", ["classic", "ultimate"])
+def test_abortable_counts_the_persons_moves_as_the_board_shows_them(variant):
+    """issue 28: `abortable` counts the person's moves by ply; the board agrees, for either
+    side, with or without preset moves."""
+    import random
+    from dataclasses import replace
+
+    from ttt.endings import abortable
+    from ttt.match import AI, create
+
+    dice = random.Random(5)
+    for _ in range(200):
+        you = dice.choice(["X", "O"])
+        match = create("ai", "p" * 22, 0.0, you=you, level="easy", rng=dice, variant=variant)
+        board = match.board
+        moves = list(match.moves)
+        for _ in range(dice.randrange(0, 7)):
+            legal = board.legal_moves()
+            if not legal:
+                break
+            moves.append(dice.choice(legal))
+            board = board.play(moves[-1])
+        start = dice.randrange(0, len(moves) + 1) if dice.random() < 0.3 else 0
+        played = replace(match, moves=tuple(moves), start=start)
+        person = next(m for m in ("X", "O") if played.seats[m] != AI)
+        by_board = sum(1 for cell in played.moves[start:]
+                       if played.board.cell(cell) == person) < 2
+        assert abortable(played) == by_board

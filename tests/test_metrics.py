@@ -354,3 +354,38 @@ def test_the_shipped_prometheus_config_passes_promtool(tmp_path):
     done = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_timings_count_as_the_library_histogram_does() -> None:
+    """issue 28: `_Timings` folds observations in batches; a scrape sees every one of them in
+    the same buckets and sum as prometheus_client's own Histogram."""
+    import random
+
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    from ttt.web.ops.metrics import STORE_BUCKETS, _Timings
+
+    plain = Histogram("plain_seconds", "h", ["operation"], buckets=STORE_BUCKETS,
+                      registry=CollectorRegistry())
+    fast = _Timings("plain_seconds", "h", ["operation"], buckets=STORE_BUCKETS,
+                    registry=CollectorRegistry())
+    dice = random.Random(3)
+    amounts = [*STORE_BUCKETS[:-1], 0.0, 100.0] + [dice.expovariate(500) for _ in range(700)]
+    for amount in amounts:  # past FOLD_AT: some folded on the way, the rest at the scrape
+        plain.labels("get").observe(amount)
+        fast.labels("get").observe(amount)
+
+    def lines(h: Histogram) -> list[str]:
+        return [line for line in generate_latest(h).decode().splitlines()  # type: ignore[arg-type]
+                if not line.startswith("#") and "_created" not in line]
+
+    def total(h: Histogram) -> float:
+        return float(next(line for line in lines(h) if "_sum" in line).split()[-1])
+
+    # Every bucket and the count exactly; the sum to rounding (added in another order).
+    assert [line for line in lines(fast) if "_sum" not in line] == \
+        [line for line in lines(plain) if "_sum" not in line]
+    assert total(fast) == pytest.approx(total(plain), rel=1e-12)
+    assert f'plain_seconds_count{{operation="get"}} {float(len(amounts))}' in lines(fast)
+    with pytest.raises(ValueError):
+        fast.observe(1.0)  # the labelled parent: missing label values, as before

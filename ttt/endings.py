@@ -32,8 +32,12 @@ def abortable(match: Match) -> bool:
     not a loss)."""
     if match.mode == "ai":
         person = next(mark for mark in SIDES if match.seats[mark] != AI)
-        played = match.moves[match.start:]
-        return sum(1 for cell in played if match.board.cell(cell) == person) < 2
+        # The person's moves since `start`, counted by ply: X makes the even plies and O the
+        # odd ones, in both variants, and a cell once played keeps its mark, so this is the
+        # count of played cells that show the person's mark (issue 28: that walked the board,
+        # once per view; tests/test_leaving.py checks the two agree).
+        side = SIDES.index(person)
+        return len(range(match.start + (side - match.start) % 2, len(match.moves), 2)) < 2
     return match.opening
 
 

@@ -126,12 +126,15 @@ class Match:
             return None
         return self.finish.termination.value if self.finish else Termination.LINE.value
 
-    @property
+    # Cached like `board` and `status` (issue 28: an event asked each match these some thirty
+    # times, and the board's turn walks its lines each time). Safe: a Match is frozen and
+    # both follow from `moves` and `finish` alone; a change makes a new Match.
+    @cached_property
     def is_over(self) -> bool:
         """Whether the game has ended, on the board or off it."""
         return self.status != "playing"
 
-    @property
+    @cached_property
     def turn(self) -> Mark | None:
         """The side to move, or None once over."""
         return None if self.is_over else self.board.turn

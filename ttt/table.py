@@ -217,10 +217,21 @@ class Table:
                 changed = self._sighted(self.store.get(game_id))
                 if changed:  # else nobody else is looking at the game this connection left
                     pushes += self.views.game_pushes(changed)
-            else:
+            elif not self._settled(game_id, "friend"):  # `sighted` acts on a live friend game
                 self._sighted(self.store.get(game_id))
         self.store.set_current(player, match.id)
         return match, pushes
+
+    def _settled(self, game_id: str, mode: str) -> bool:
+        """Whether the store's cached copy (maybe stale, never read from the database) shows
+        the game over, or of another mode than `mode`. Both facts are final (a finished game
+        stays finished, its mode never changes), so a change that acts only on a live game
+        of `mode` would leave it as it is: skipping it saves a read, and with SQLite a write
+        transaction under the write lock (issue 28: a new game after a finished one read the
+        finished one twice). Without a cached copy, the change is tried as before."""
+        cached = getattr(self.store, "cached", None)
+        match = cached(game_id) if cached is not None else None
+        return match is not None and (match.is_over or match.mode != mode)
 
     def _sighted(self, match: Match | None) -> Match | None:
         """The match with its seats' comings and goings stored (a write only on a change)."""
@@ -328,7 +339,7 @@ class Table:
         """End `game_id` when it is a live game of the player against the AI: called off while
         abortable, else resigned (a loss in the record). The answer's `left` (None when
         nothing was left) and the pushes of the game and the record."""
-        if game_id is None:
+        if game_id is None or self._settled(game_id, "ai"):  # `leave` acts on a live AI game
             return None, []
 
         def change(match: Match) -> Update:

@@ -67,7 +67,7 @@ class Variant:
 
     def format_moves(self, moves: Sequence[int]) -> str:
         """The moves as a replay link's path part: '408' classic, '40.36.4' ultimate."""
-        return self.separator.join(str(cell) for cell in moves)
+        return self.separator.join(map(str, moves))  # the same text, without a generator
 
     def replay_path(self, moves: Sequence[int]) -> str | None:
         """The path of the replay link of these moves (None before the first move)."""

@@ -44,12 +44,16 @@ class Views:
                 "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
                 "claim_after": self.limits.claim_after}
 
-    def claimable_in(self, match: Match, role: str) -> float | None:
-        """Seconds until `role` may claim `match`; None when the opponent is here or unseated."""
+    def claimable_in(self, match: Match, role: str,
+                     online: dict[str, bool] | None = None) -> float | None:
+        """Seconds until `role` may claim `match`; None when the opponent is here or unseated.
+        `online`: the game's presence if the caller has just read it."""
         if match.mode != "friend" or match.is_over or role not in SIDES:
             return None
         opponent = other(role)
-        if match.seats[opponent] is None or self.presence.online(match.id)[opponent]:
+        if online is None:
+            online = self.presence.online(match.id)
+        if match.seats[opponent] is None or online[opponent]:
             return None
         # Absence counts from the last sighting (in presence, or stored with the game), from
         # when the seat could first have been present, and never from before this process
@@ -62,9 +66,12 @@ class Views:
 
     def view(self, match: Match, role: str) -> dict[str, Any]:
         """The Game as a receiver in `role` sees it."""
-        game = wire.view(match, role, online=self.presence.online(match.id),
-                         claimable_in=self.claimable_in(match, role),
-                         watchers=self.presence.watchers(match.id), now=self.clock())
+        # Presence read once per view (issue 28: online, watchers and the claim's online were
+        # three reads, two or three round trips with Redis; the same moment's figures).
+        online, watchers = self.presence.present(match.id)
+        game = wire.view(match, role, online=online,
+                         claimable_in=self.claimable_in(match, role, online),
+                         watchers=watchers, now=self.clock())
         # The row of the record this game counts in, made here so no client builds it.
         game["record_key"] = record_key(match.variant, match.level) if match.level else None
         bots = [m for m in SIDES if is_bot_player(match.seats[m])]

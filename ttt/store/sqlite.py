@@ -153,6 +153,13 @@ class SqliteStore:
         if len(self._cache) > CACHED_GAMES:
             self._cache.popitem(last=False)
 
+    def cached(self, game_id: str) -> Match | None:
+        """The copy of a game this process last wrote, or None: no SQL, and maybe stale
+        (another process may have changed the row since), so good only for what no change
+        undoes: a game's mode, and that it is over (issue 28: the table skips a change that
+        could not act on such a game)."""
+        return self._cache.get(game_id)
+
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()

@@ -12,7 +12,9 @@ errors (`unhandled(where)`) are counted process-wide, wherever they happen.
 
 Cost on the hot path (issue 32): a store call is timed into `ttt_store_seconds{operation}`,
 one perf_counter pair and one observation into a child looked up once per operation name
-(about a microsecond a call; `python -m bench.metrics_cost` measures it).
+(about a microsecond a call; `python -m bench.metrics_cost` measures it). The event and store
+histograms are `_Timings`: an observation is one deque append, folded into the buckets in
+batches and at each scrape (issue 28).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import hmac
 import logging
 import math
 import time
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -137,7 +141,7 @@ class Metrics:
         r.register(self._live)
         self.events = _Labelled("ttt_events", "Socket.IO events handled, by name and result code "
                               "(ok or the refusal's code).", ["event", "result"], registry=r)
-        self.latency = Histogram("ttt_event_seconds", "Time to answer one event.", ["event"],
+        self.latency = _Timings("ttt_event_seconds", "Time to answer one event.", ["event"],
                                  buckets=LATENCY_BUCKETS, registry=r)
         self.started = Counter("ttt_games_started", "Games this process created.",
                                ["mode", "variant"], registry=r)
@@ -147,7 +151,7 @@ class Metrics:
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
-        self.store_seconds = Histogram("ttt_store_seconds", "Time of one store call, by "
+        self.store_seconds = _Timings("ttt_store_seconds", "Time of one store call, by "
                                        "operation (failed calls included).", ["operation"],
                                        buckets=STORE_BUCKETS, registry=r)
         self.store_timers: dict[str, Any] = {}  # operation -> its histogram child
@@ -200,6 +204,58 @@ class _Labelled(Counter):
         if child is None:
             child = self._known[values] = super().labels(*values)
         return child
+
+
+class _Timings(Histogram):
+    """A histogram whose observation is one append (issue 28: every event and every store
+    call is timed, and prometheus_client's `observe` takes two locks and walks the buckets).
+
+    Observations wait in a deque and are folded into the buckets in batches: at every scrape
+    (`_child_samples`, so a scrape sees every observation made before it) and every
+    `FOLD_AT` observations (so the deque stays small with nobody scraping). Safe across
+    threads: deque's append and popleft are atomic, so two folds never count one observation
+    twice and an append during a fold is folded by it or by the next one; the folded sums go
+    through the buckets' own locked `inc`. Exemplars take the library's path."""
+
+    FOLD_AT = 256
+    _pending: deque | None = None  # a labelled parent has none: its observe raises as before
+
+    def _metric_init(self) -> None:
+        super()._metric_init()
+        self._pending = deque()
+
+    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
+        pending = self._pending
+        if pending is None or exemplar:
+            super().observe(amount, exemplar)
+            return
+        pending.append(amount)
+        if len(pending) >= self.FOLD_AT:
+            self._fold()
+
+    def _fold(self) -> None:
+        pending, bounds = self._pending, self._upper_bounds
+        if not pending:
+            return
+        counts, total = [0] * len(bounds), 0.0
+        try:
+            while True:
+                amount = pending.popleft()
+                total += amount
+                # The first bucket with amount <= bound, as Histogram.observe picks it.
+                at = bisect_left(bounds, amount)
+                if at < len(counts):
+                    counts[at] += 1
+        except IndexError:  # emptied (by this fold or one in another thread)
+            pass
+        self._sum.inc(total)
+        for at, count in enumerate(counts):
+            if count:
+                self._buckets[at].inc(count)
+
+    def _child_samples(self) -> Any:
+        self._fold()
+        return super()._child_samples()
 
 
 class _Collected(Collector):
@@ -306,6 +362,11 @@ class MeteredStore:
         if not hasattr(type(self), name):
             self.__dict__[name] = counted
         return counted
+
+    def cached(self, game_id: str) -> Any:
+        """The store's cached copy (ttt.store.sqlite), or None: no store call, so not timed."""
+        peek = getattr(self._store, "cached", None)
+        return peek(game_id) if peek is not None else None
 
     def _call(self, name: str, *args: Any) -> Any:
         started = time.perf_counter()

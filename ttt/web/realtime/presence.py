@@ -73,6 +73,10 @@ class MemorySeats:
     def watchers(self, game: str) -> int:
         return len(self._held.get((game, WATCH), ()))
 
+    def present(self, game: str) -> tuple[dict[str, bool], int]:
+        """`online` and `watchers` together (what a view reads)."""
+        return self.online(game), self.watchers(game)
+
     def last_seen(self, game: str, mark: str) -> float | None:
         return self._left.get((game, mark))
 
@@ -124,6 +128,17 @@ class RedisSeats:
     @unavailable_on_redis_errors
     def watchers(self, game: str) -> int:
         return self._redis.zcount(self._key(game, WATCH), f"({self._clock()}", "+inf")
+
+    @unavailable_on_redis_errors
+    def present(self, game: str) -> tuple[dict[str, bool], int]:
+        """`online` and `watchers` in one round trip: the same three ZCOUNTs, one pipeline
+        (issue 28: a view made two round trips for them, and an event builds two or three)."""
+        now = self._clock()
+        pipe = self._redis.pipeline(transaction=False)
+        for mark in ("X", "O", WATCH):
+            pipe.zcount(self._key(game, mark), f"({now}", "+inf")
+        x, o, watchers = pipe.execute()
+        return {"X": x > 0, "O": o > 0}, watchers
 
     @unavailable_on_redis_errors
     def last_seen(self, game: str, mark: str) -> float | None:
@@ -226,6 +241,10 @@ class Presence:
     def watchers(self, game_id: str) -> int:
         """How many spectators are connected to a game."""
         return self.seats.watchers(game_id)
+
+    def present(self, game_id: str) -> tuple[dict[str, bool], int]:
+        """`online` and `watchers` of a game, read together (one round trip with Redis)."""
+        return self.seats.present(game_id)
 
     def last_seen(self, game_id: str, mark: str) -> float | None:
         """When that seat last had a connection, if in recent memory."""
