@@ -289,7 +289,7 @@ def test_names_score_watchers_and_reactions(open_page, device):
     expect(guest.locator("#player-x .reaction")).to_have_text("gg")
     expect(guest.locator("#announce")).to_have_text("Ana: good game")
     for page in (host, watcher):
-        assert page.evaluate("() => window.shifted") < 0.001
+        assert page.evaluate("() => window.shifted") < 0.001, page.evaluate("() => window.shifts")
 
     # The score follows the series into the rematch, names and all.
     guest.locator("#rematch").click()
