@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import sqlite3
 import subprocess
@@ -17,7 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.servers import ROOT, Remote, Server, close_all, free_port
+from tests.servers import ROOT, Remote, Server, close_all
+from tests.test_backup import ai_games
 from ttt.store import schema
 from ttt.store.redis import SCHEMA_KEY
 
@@ -47,48 +47,10 @@ def previous(tmp_path_factory) -> Path:
                    check=False, capture_output=True)
 
 
-class OldServer(Server):
+def old_server(code: Path, env: dict[str, str], log: Path) -> Server:
     """`python <previous>/app.py`: python puts the script's folder first on sys.path, so the
     old `ttt` package is the one imported, under the very same interpreter and packages."""
-
-    def __init__(self, code: Path, env: dict[str, str], log: Path) -> None:
-        super().__init__(env, port=free_port(), log=log)
-        self.code = code
-
-    def start(self, timeout: float = 90) -> Server:
-        import time
-
-        import requests
-
-        out = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, str(self.code / "app.py"), "--port",
-                                      str(self.port)], cwd=self.code, env=self.env,
-                                     stdout=out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        out.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"old server exited with {self.proc.returncode}")
-            try:
-                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("old server did not become healthy")
-
-
-def ai_game(player: Remote) -> dict:
-    rng = random.Random(7)
-    game = player.call("new_game", {"mode": "ai", "you": "X", "level": "perfect"})["game"]
-    while game["status"] == "playing":
-        empty = [i for i, c in enumerate(game["board"]) if c == "."]
-        answer = player.call("move", {"game": game["id"], "cell": rng.choice(empty),
-                                      "version": game["version"]})
-        assert answer["ok"], answer
-        game = answer["game"]
-    return game
+    return Server(env, log=log, script=code / "app.py")
 
 
 def store_version(kind: str, store: str) -> int:
@@ -113,11 +75,11 @@ def test_old_and_new_side_by_side_then_a_rollback(kind, previous, tmp_path, requ
     servers: list[Server] = []
     try:
         # 1. The old release alone, on a store it made.
-        old = OldServer(previous, env, log).start()
+        old = old_server(previous, env, log).start()
         servers.append(old)
         alice = Remote(old.url)
         made.append(alice)
-        finished = ai_game(alice)
+        finished, = ai_games(alice, 1)
         game = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]
         assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
         assert store_version(kind, store) == 0  # the old code records no version
@@ -147,7 +109,7 @@ def test_old_and_new_side_by_side_then_a_rollback(kind, previous, tmp_path, requ
         # 3. Rollback: the new release stops, the old one serves the migrated store alone.
         new.stop()
         old.stop()
-        back = OldServer(previous, env, log).start()
+        back = old_server(previous, env, log).start()
         servers.append(back)
         alice = Remote(back.url, cookie=alice.cookie)
         made.append(alice)
