@@ -201,29 +201,43 @@ def close_all(remotes: list) -> None:
 
 
 class RedisServer:
-    """A throwaway `redis-server` on a free loopback port, nothing saved to disk."""
+    """A throwaway `redis-server` on a free loopback port, started at once. Nothing is saved
+    to disk, or, `saved`, every write goes to an append-only file so that a `stop()` and a
+    `start()` on the same port bring the data back (an outage, not a loss)."""
 
-    def __init__(self, binary: str, workdir: Path, port: int | None = None) -> None:
+    def __init__(self, binary: str, workdir: Path, port: int | None = None,
+                 saved: bool = False) -> None:
+        self.binary, self.workdir, self.saved = binary, workdir, saved
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> RedisServer:
         import redis
 
+        persistence = (["--appendonly", "yes", "--appendfsync", "always"] if self.saved
+                       else ["--appendonly", "no"])
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             *persistence, "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
         while True:
             try:
                 client.ping()
                 break
+            except redis.BusyLoadingError:  # reading its append-only file back
+                time.sleep(0.02)
             except redis.ConnectionError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
         client.close()
+        return self
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)

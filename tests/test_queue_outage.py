@@ -10,60 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
-from tests.servers import RedisServer, Remote, Server, close_all, free_port, need_binary
+from tests.servers import RedisServer, Remote, Server, close_all, need_binary
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
 
 OUTAGE = 30.0
 
 
-class SavedRedis:
-    """A redis-server that keeps its data across a stop (append-only file), on one port."""
-
-    def __init__(self, binary: str, workdir: Path) -> None:
-        self.binary, self.workdir, self.port = binary, workdir, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> SavedRedis:
-        import redis
-
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.BusyLoadingError:
-                time.sleep(0.02)
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        client.close()
-        return self
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-
-
 @pytest.fixture
 def outage(tmp_path):
-    redis = SavedRedis(need_binary("redis-server"), tmp_path).start()
+    redis = RedisServer(need_binary("redis-server"), tmp_path, saved=True)
     env = {"TTT_STORE": redis.url, "TTT_MESSAGE_QUEUE": redis.url,
            "TTT_SECRET_KEY": "queue-outage"}
     logs = [tmp_path / f"server{i}.log" for i in (1, 2)]
