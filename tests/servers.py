@@ -49,7 +49,10 @@ class Server:
         self.script = script or ROOT / "app.py"  # another server script takes --port too
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        # Log lines written as they come (a served process batches INFO lines up to 0.1 s,
+        # ttt.loglines): tests read a server's log by marks. The batching has its own tests.
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "TTT_LOG_FLUSH_SECONDS": "0",
+                    **(env or {})}
         self.log = log
         self.proc: subprocess.Popen | None = None
 

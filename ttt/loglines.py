@@ -1,0 +1,190 @@
+"""Log lines made cheaply, for a served process (issue 28): a record made without logging's
+look for its caller, handed straight to our handler when it is the only one, and a handler
+that writes INFO lines in batches. Standard library only: ttt.web.ops.logs sets it up, and
+ttt.web.ops.metrics writes a game's end through it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+
+class Handler(logging.StreamHandler):
+    """The handler this module installed (so a second call changes nothing).
+
+    It formats a record before taking its lock and holds the lock only to queue or write the
+    line. With `every` (seconds; `configure` sets `TTT_LOG_FLUSH_SECONDS`, 0.1), INFO lines are
+    written in batches at most `every` apart by a writer thread (nginx's `access_log ...
+    buffer= flush=`): one write a batch instead of one per event, which on a busy server is a
+    system call, and a turn of the interpreter's lock, less per event (issue 28). A WARNING or
+    worse writes everything queued and itself at once, in order; so do `flush()` (which
+    `logging.shutdown` calls at exit) and 256 kB queued. A process killed outright (SIGKILL)
+    loses at most `every` seconds of INFO lines.
+    """
+
+    LIMIT = 256 * 1024  # characters queued before a line is written at once
+
+    def __init__(self, stream: Any = None, every: float = 0.0) -> None:
+        super().__init__(stream)
+        self.every = every
+        self._lines: list[str] = []
+        self._size = 0
+        self._writer: int | None = None  # the process whose writer thread runs
+        self._record: logging.LogRecord | None = None  # the last one queued, for handleError
+        if every:
+            os.register_at_fork(after_in_child=self._forget)
+
+    def handle(self, record: logging.LogRecord) -> logging.LogRecord | bool:
+        rv = self.filter(record) if self.filters else True
+        if isinstance(rv, logging.LogRecord):
+            record = rv
+        if rv:
+            try:
+                line = self.format(record) + self.terminator
+            except Exception:  # as StreamHandler.emit does: say so on stderr, go on
+                self.handleError(record)
+                return rv
+            self._record = record
+            self.write_line(line, record.levelno)
+        return rv
+
+    def write_line(self, line: str, level: int) -> None:
+        """A formatted line (with its end) of a record at `level`: queued, or written."""
+        with self.lock:
+            self._lines.append(line)
+            self._size += len(line)
+            if not self.every or level >= logging.WARNING or self._size > self.LIMIT:
+                self._write()
+            elif self._writer is None:  # this process has none yet (see _forget)
+                self._writer = os.getpid()
+                threading.Thread(target=self._write_every, name="ttt-log-writer",
+                                 daemon=True).start()
+
+    def flush(self) -> None:
+        with self.lock:
+            self._write()
+
+    def _write(self) -> None:
+        """Every queued line, in one write (the lock is held)."""
+        if not self._lines:
+            if self.stream and hasattr(self.stream, "flush"):
+                self.stream.flush()
+            return
+        text = "".join(self._lines)
+        self._lines.clear()
+        self._size = 0
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except Exception:
+            self.handleError(self._record)  # type: ignore[arg-type]
+
+    def _write_every(self) -> None:
+        pid = os.getpid()
+        while self._writer == pid:
+            time.sleep(self.every)
+            with self.lock:
+                if self._lines:
+                    self._write()
+
+    def _forget(self) -> None:
+        """In a forked child: the parent writes what it queued; this process starts afresh."""
+        self._lines, self._size, self._writer = [], 0, None
+
+
+def info(logger: logging.Logger, msg: str, *args: Any, **extra: Any) -> None:
+    """`logger.info(msg, *args, extra=extra)`, cheaper: for a line on a hot path (a game's
+    end). The record is made without logging's look for the caller, and reaches the handlers
+    as logging's own walk would (`deliver`)."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    if logging.getLogRecordFactory() is logging.LogRecord:
+        record: logging.LogRecord = Record(logger.name, msg, args)
+        record.__dict__.update(extra)
+    else:
+        record = logger.makeRecord(logger.name, logging.INFO, f"({logger.name})", 0, msg, args,
+                                   None, extra=extra)
+    deliver(logger, record)
+
+
+def deliver(logger: logging.Logger, record: logging.LogRecord) -> None:
+    """`logger.handle(record)`; straight to our handler when it is the only handler the
+    record reaches and nothing filters on the way (the usual served process: logging's walk
+    up the loggers was a dozen calls on every event)."""
+    ours = route(logger)
+    if ours is None or record.levelno < ours.level:
+        logger.handle(record)
+    else:
+        ours.handle(record)
+
+
+def route(logger: logging.Logger) -> Handler | None:
+    """Our handler, when it is the one handler an INFO record of `logger` reaches (as
+    logging's walk would find it) and nothing filters on the way; else None."""
+    if logger.filters or logger.disabled:
+        return None
+    ours = None
+    node: logging.Logger | None = logger
+    while node is not None:
+        for handler in node.handlers:
+            if ours is not None or type(handler) is not Handler:
+                return None
+            ours = handler
+        node = node.parent if node.propagate else None
+    if ours is None or ours.filters or ours.level > logging.INFO:
+        return None  # no handler (logging's last resort), or one that filters
+    return ours
+
+
+class Record(logging.LogRecord):
+    """A record with every attribute `logging.LogRecord` gives, set directly (its own
+    __init__ splits a source path and looks the process up for each record)."""
+
+    def __init__(self, name: str, msg: Any, args: tuple = ()) -> None:
+        created = time.time()
+        self.name, self.msg, self.args = name, msg, args
+        self.levelname, self.levelno = "INFO", logging.INFO
+        self.pathname = self.filename = self.module = f"({name})"
+        self.exc_info = self.exc_text = self.stack_info = self.funcName = None
+        self.lineno = 0
+        self.created = created
+        self.msecs = int((created - int(created)) * 1000) + 0.0
+        started = logging._startTime  # seconds; nanoseconds from Python 3.13
+        self.relativeCreated = ((created - started) * 1000 if isinstance(started, float)
+                                else (created * 1e9 - started) / 1e6)
+        threads = logging.logThreads
+        self.thread = threading.get_ident() if threads else None
+        self.threadName = threading.current_thread().name if threads else None
+        self.processName, self.process = _process()
+        self.taskName = None
+
+
+_PROCESS: list = []  # (process name, pid) of this process once known; emptied in a child
+
+
+def _process() -> tuple[str | None, int | None]:
+    """(processName, process) as logging sets them on a record, found once per process
+    (os.getpid is a system call: one per event was one too many)."""
+    if not _PROCESS:
+        _PROCESS.append((_process_name(), os.getpid()))
+    name, pid = _PROCESS[0]
+    return (name if logging.logMultiprocessing else None,
+            pid if logging.logProcesses else None)
+
+
+os.register_at_fork(after_in_child=_PROCESS.clear)
+
+
+def _process_name() -> str | None:
+    """As logging finds it: multiprocessing's name for this process, if it was imported."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is None:
+        return "MainProcess"
+    try:
+        return multiprocessing.current_process().name
+    except Exception:  # as logging itself: never fail a log line over it
+        return None
