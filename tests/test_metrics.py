@@ -389,3 +389,37 @@ def test_timings_count_as_the_library_histogram_does() -> None:
     assert f'plain_seconds_count{{operation="get"}} {float(len(amounts))}' in lines(fast)
     with pytest.raises(ValueError):
         fast.observe(1.0)  # the labelled parent: missing label values, as before
+
+
+def test_event_counts_fold_into_the_library_counter_across_threads() -> None:
+    """issue 28: an event's count (`_Labelled`) is one append, folded at each scrape and
+    every FOLD_AT counts; eight threads counting at once lose none, and a scrape sees all."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from ttt.web.ops.metrics import _Labelled
+
+    events = _Labelled("plain_events", "c", ["event", "result"], registry=CollectorRegistry())
+    per_thread = 1000  # each thread passes FOLD_AT a few times: folds race with appends
+
+    def count(result: str) -> None:
+        child = events.labels("move", result)
+        for _ in range(per_thread):
+            child.inc()
+
+    threads = [threading.Thread(target=count, args=("ok" if n % 2 else "stale",))
+               for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events.labels("join", "ok").inc(2.5)  # under FOLD_AT: only the scrape folds it
+    text = generate_latest(events).decode()  # type: ignore[arg-type]
+    assert f'plain_events_total{{event="move",result="ok"}} {4.0 * per_thread}' in text
+    assert f'plain_events_total{{event="move",result="stale"}} {4.0 * per_thread}' in text
+    assert 'plain_events_total{event="join",result="ok"} 2.5' in text
+    with pytest.raises(ValueError):
+        events.labels("join", "ok").inc(-1)  # as the library's: counters only go up
+    with pytest.raises(ValueError):
+        events.inc()  # the labelled parent: missing label values, as before

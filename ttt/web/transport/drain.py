@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,12 +35,11 @@ class Drain:
 
     def __init__(self, socketio: Any, metrics: Metrics) -> None:
         self.socketio, self.metrics = socketio, metrics
-        self.busy: dict[str, int] = {}    # sid -> events in flight
+        self.busy: set[str] = set()       # sids with an event in flight
         self.closing: set[str] = set()    # sids being closed: their events are refused
         self.draining = False
         self.serving = False              # set once the process serves (housekeeping runs)
         self.stopping = False             # set by the SIGTERM handler, before the drain runs
-        self._lock = threading.Lock()
 
     @property
     def state(self) -> str:
@@ -51,29 +49,36 @@ class Drain:
         return "serving" if self.serving else "starting"
 
     def watch(self, name: str, handler: Callable[..., dict]) -> Callable[..., dict]:
-        """The handler, counted in flight, measured and logged."""
-        events, latency = self.metrics.events, self.metrics.latency.labels(name)
+        """The handler, counted in flight, measured and logged.
+
+        No lock on this path (issue 28): a connection's events run one after another
+        (`async_handlers=False`), so `busy` is a set, and the event and the drain each mark
+        first and look second (the event: busy, then closing; the drain: closing, then busy).
+        Whichever looks last sees the other's mark: an event never runs on a connection the
+        drain closes. (When both look last, the event is refused and the drain waits a turn.)
+        """
+        latency = self.metrics.latency.labels(name)
+        counted: dict[str, Any] = {}  # result -> its counter child, found once
+        busy, closing = self.busy, self.closing
 
         def watched(sid: str, payload: Any = None, *rest: Any) -> dict:
             started = time.perf_counter()
-            with self._lock:
-                refused = sid in self.closing
-                if not refused:
-                    self.busy[sid] = self.busy.get(sid, 0) + 1
+            busy.add(sid)
             try:
-                answer = (refusal("unavailable", "the server is restarting; reconnect")
-                          if refused else handler(sid, payload, *rest))
+                answer = (handler(sid, payload, *rest) if sid not in closing
+                          else refusal("unavailable", "the server is restarting; reconnect"))
             finally:
-                if not refused:
-                    with self._lock:
-                        left = self.busy.pop(sid) - 1
-                        if left:
-                            self.busy[sid] = left
+                busy.discard(sid)
             seconds = time.perf_counter() - started
-            result = _result(answer)
-            events.labels(name, result).inc()
+            result = "ok" if answer.get("ok") is not False else _result(answer)
+            counter = counted.get(result)
+            if counter is None:
+                counter = counted[result] = self.metrics.events.labels(name, result)
+            counter.inc()
             latency.observe(seconds)
-            logs.access(name, _game_id(payload, answer), result, seconds, sid, payload, answer)
+            game = answer.get("game")  # the answer's game: an id the server made
+            logs.access(name, game["id"] if type(game) is dict and "id" in game
+                        else _game_id(payload, answer), result, seconds, sid, payload, answer)
             return answer
 
         return watched
@@ -97,14 +102,14 @@ class Drain:
             waiting = forced = 0
             for eio_sid in sessions:
                 sid = named.get(eio_sid)
-                with self._lock:
-                    if sid is not None and self.busy.get(sid):
+                if sid is not None:
+                    self.closing.add(sid)  # marked first, then looked: see `watch`
+                    if sid in self.busy:
                         if not late:
+                            self.closing.discard(sid)
                             waiting += 1
                             continue  # an event in flight: close it once answered
                         forced += 1
-                    if sid is not None:
-                        self.closing.add(sid)
                 closed += engine_hooks.drop(server, eio_sid)
             if not waiting and told != closed:
                 log.info("drained: %d connections closed", closed)
