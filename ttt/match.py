@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import secrets
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, Literal
 
 from ttt.replies import N_
@@ -60,6 +59,25 @@ def nobody() -> dict[str, Any]:
     return {"X": None, "O": None}
 
 
+class once:
+    """A property worked out on first use and kept on the instance: functools'
+    cached_property without the lock Python 3.11 takes on every first use (issue 28: four
+    of them on each match an event makes). A match never changes, so two threads that work
+    one out at once find the same value."""
+
+    def __init__(self, func: Any) -> None:
+        self.func, self.name, self.__doc__ = func, func.__name__, func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, match: Any, owner: type | None = None) -> Any:
+        if match is None:
+            return self
+        value = match.__dict__[self.name] = self.func(match)
+        return value
+
+
 @dataclass(frozen=True)
 class Match:
     """A game: who sits where, the moves so far, and how it ended."""
@@ -96,12 +114,12 @@ class Match:
         """The game being played: classic or ultimate."""
         return VARIANTS[self.variant]
 
-    @cached_property
+    @once
     def board(self) -> GameBoard:
         """The position after the moves."""
         return self.rules.from_moves(self.moves)
 
-    @cached_property
+    @once
     def status(self) -> str:
         """'playing', 'won', 'draw' or 'aborted'."""
         if self.finish:
@@ -129,12 +147,12 @@ class Match:
     # Cached like `board` and `status` (issue 28: an event asked each match these some thirty
     # times, and the board's turn walks its lines each time). Safe: a Match is frozen and
     # both follow from `moves` and `finish` alone; a change makes a new Match.
-    @cached_property
+    @once
     def is_over(self) -> bool:
         """Whether the game has ended, on the board or off it."""
         return self.status != "playing"
 
-    @cached_property
+    @once
     def turn(self) -> Mark | None:
         """The side to move, or None once over."""
         return None if self.is_over else self.board.turn

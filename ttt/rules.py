@@ -71,6 +71,9 @@ class Termination(StrEnum):
     ABANDONED = "abandoned"  # a pass-and-play game left for another one: no result
 
 
+_TEXTS: dict[int, str] = {}  # Board.__str__ by the board's key
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How a finished game ended: the winner (None for a draw or an abort), the winning line
@@ -129,7 +132,11 @@ class Board:
             raise InvalidBoard("a move was played after the game was won")
 
     def __str__(self) -> str:
-        return "".join(self.cell(i) for i in range(9))
+        key = self.x | self.o << 9
+        text = _TEXTS.get(key)
+        if text is None:  # at most 3**9 positions, each spelled once (issue 28: every view)
+            text = _TEXTS[key] = "".join([self.cell(i) for i in range(9)])
+        return text
 
     def cell(self, index: int) -> str:
         """'X', 'O' or '.' for one cell."""
