@@ -18,7 +18,8 @@ import sqlite3
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 from ttt.match import Match
 from ttt.store.base import (
@@ -81,25 +82,12 @@ class SqliteStore:
         with self._write_lock, self._conn() as conn:
             migrate(conn)
 
-    @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        """A pooled connection; SQLite's "cannot do it now" errors (disk full, read-only, I/O,
-        locked, cannot open) raised in the block become StoreUnavailable: players get
-        `unavailable` and /healthz 503, not `internal` for a bug."""
-        try:
-            with self._pool.take() as conn:
-                yield conn
-        except StoreUnavailable as error:  # already said (a lock, BEGIN): note a write fault
-            if isinstance(error.__cause__, sqlite3.Error) and _primary(
-                    error.__cause__) in WRITE_FAULTS:
-                self._write_failed = True
-            raise
-        except sqlite3.Error as error:
-            if not unavailable(error):
-                raise
-            if _primary(error) in WRITE_FAULTS:
-                self._write_failed = True
-            raise StoreUnavailable(f"the SQLite store: {error}") from error
+    def _conn(self) -> _Use:
+        """A pooled connection for a `with` block; SQLite's "cannot do it now" errors (disk
+        full, read-only, I/O, locked, cannot open) raised in the block become
+        StoreUnavailable: players get `unavailable` and /healthz 503, not `internal` for a
+        bug."""
+        return _Use(self)
 
     # mode and variant never change: written by the INSERT, never by a move's UPDATE (which
     # sets only the columns that changed).
@@ -468,3 +456,41 @@ def _begin_write(conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
         raise StoreUnavailable(str(error)) from error
+
+
+class _Use:
+    """`with store._conn() as conn:` (a class, not a generator: it is on every store call's
+    path, issue 28)."""
+
+    __slots__ = ("_store", "_conn")
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+        self._conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self._conn = conn = self._store._pool.get()
+        except sqlite3.Error as error:  # cannot open the file
+            self._fault(error)
+            raise
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: Any) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._store._pool.put(conn)
+        if error is not None:
+            self._fault(error)
+
+    def _fault(self, error: BaseException) -> None:
+        """Note a write fault; raise StoreUnavailable for SQLite's "cannot do it now"."""
+        if isinstance(error, StoreUnavailable):  # already said (a lock, BEGIN)
+            cause = error.__cause__
+            if isinstance(cause, sqlite3.Error) and _primary(cause) in WRITE_FAULTS:
+                self._store._write_failed = True
+        elif isinstance(error, sqlite3.Error) and unavailable(error):
+            if _primary(error) in WRITE_FAULTS:
+                self._store._write_failed = True
+            raise StoreUnavailable(f"the SQLite store: {error}") from error

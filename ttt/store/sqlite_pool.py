@@ -12,8 +12,8 @@ WAL_LIMIT = 1 << 20  # bytes the write-ahead log keeps between checkpoints
 class Connections:
     """Connections to `path`, at most `size` kept open between uses.
 
-    `take()` is on every store call's path, so it is a plain context manager over a list and
-    a lock (issue 28): no generator, no queue with its conditions.
+    `take()` (or `get` and `put`) is on every store call's path, so it is a plain list
+    (issue 28): no generator, no queue with its conditions, no lock.
     """
 
     def __init__(self, path: str, size: int = 4, wal: bool = True) -> None:
@@ -38,6 +38,21 @@ class Connections:
         """A connection for the `with` block, given back (or closed) after it."""
         return _Taken(self)
 
+    def get(self) -> sqlite3.Connection:
+        """A connection of the pool (or a new one), to give back with `put`. No lock: a list's
+        pop and append are atomic, and at worst a few more than `size` are kept a moment."""
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return self._open()
+
+    def put(self, conn: sqlite3.Connection) -> None:
+        """Give back a connection from `get`: kept for the next, or closed."""
+        if len(self._idle) < self._size:
+            self._idle.append(conn)
+        else:
+            conn.close()
+
     def close(self) -> None:
         """Close the connections kept open."""
         with self._lock:
@@ -56,18 +71,10 @@ class _Taken:
         self._conn: sqlite3.Connection | None = None
 
     def __enter__(self) -> sqlite3.Connection:
-        pool = self._pool
-        with pool._lock:
-            conn = pool._idle.pop() if pool._idle else None
-        self._conn = conn = conn or pool._open()
+        self._conn = conn = self._pool.get()
         return conn
 
     def __exit__(self, *_: object) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            pool = self._pool
-            with pool._lock:
-                if len(pool._idle) < pool._size:
-                    pool._idle.append(conn)
-                    return
-            conn.close()
+            self._pool.put(conn)
