@@ -19,6 +19,7 @@ from typing import Any
 
 from ttt.ai_turns import AiTurns
 from ttt.clocks import Clocks
+from ttt.dice import Dice
 from ttt.endgame import Endgame
 from ttt.endings import abandon, leave
 from ttt.limits import Limiter, Limits, MemoryLimiter, prefix_of
@@ -101,7 +102,7 @@ class Table:
         self._salt = salt[:64]
         self.presence = presence
         self.clock = clock
-        self.rng = rng or random.SystemRandom()  # the AI's dice: nobody can predict them
+        self.rng = rng or Dice()  # the AI's dice: nobody can predict them (ttt.dice)
         self.limits = limits or Limits()
         self._limiter = MemoryLimiter(clock)
         self.views = Views(store, presence, clock, self.limits, self.thinker,
