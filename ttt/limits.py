@@ -15,6 +15,7 @@ every event is refused as `unavailable` anyway.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import threading
@@ -49,6 +50,7 @@ class Limits:
     rename_batch: int = 4               # live games besides the shown one a rename rewrites
 
 
+@functools.lru_cache(maxsize=8192)  # on every new game and connect: parsed once per address
 def prefix_of(address: str) -> str:
     """What counts as one address: an IPv4 address whole, an IPv6 address by its /64 (one
     home or one phone gets a whole /64: counting its addresses apart would be counting none),

@@ -28,6 +28,8 @@ def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = No
     With one process and no message queue, a room with nobody else in it gets nothing: its
     payload is never even built (an AI game's spectator room, a player's only tab).
     """
+    if not pushes:
+        return
     server = socketio.server
     local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
     bots = hub_of(socketio)  # the bot streams' hub (ttt.web.realtime.hub), kept in app.extensions
