@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import orjson
 from flask import Flask
 from flask_socketio import SocketIO
 from socketio import packet as socketio_packet
@@ -14,11 +15,28 @@ from ttt.web.ops.metrics import refused_connection
 from ttt.web.transport.admission import Admission
 
 
+class OrJson:
+    """The `json` a packet encodes and decodes with: orjson, about ten times faster than the
+    json module on an answer (issue 28). The same JSON for every payload the server sends
+    (non-string keys become strings, as json makes them; text stays UTF-8 rather than
+    `\\u` escapes); a client's packet is held to orjson's stricter reading (no NaN, integers
+    within 64 bits: engine.io's json also refused huge integers)."""
+
+    @staticmethod
+    def dumps(obj: Any, **_: Any) -> str:
+        return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+
+    @staticmethod
+    def loads(text: str | bytes) -> Any:
+        return orjson.loads(text)
+
+
 class TextPacket(socketio_packet.Packet):
     """A Socket.IO packet that is never binary: the server sends only JSON, so the walk over
     every payload looking for bytes (python-socketio's default) is skipped."""
 
     uses_binary_events = False
+    json = OrJson
 
     def decode(self, encoded_packet: Any) -> int:
         """Decode a client's packet; refuse an event whose name is not a string.
