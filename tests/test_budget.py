@@ -10,7 +10,8 @@ what the event makes the server do:
   and redis_round_trips: requests the client sent (a pipeline or a script is one);
 - log_records: log records made (the access line is one);
 - emits: room emits, packets: Socket.IO packets sent (acks included), views: Game views built;
-- locks: the project's own locks taken (the store's write lock, presence, limiter, drain).
+- locks: the project's own locks taken (the store's write lock, presence, limiter; the
+  drain takes none since issue 28).
 
 The budgets are data: tests/budget.json. A count over its budget fails and names the count.
 Raising a budget is a deliberate change: edit budget.json in the same commit and say in the
@@ -104,8 +105,6 @@ class Meter:
                         id(self.table.limiter): self.table.limiter}.values():
             if hasattr(limiter, "_lock"):
                 limiter._lock = CountingLock(self._live_counts())
-        drain = self.app.extensions["ttt_drain"]
-        drain._lock = CountingLock(self._live_counts())
         # Views are built by the table's Views (ttt/views.py) since the table was split:
         # counted there, where every view (answers and pushes alike) is made.
         views = getattr(self.table, "views", self.table)
