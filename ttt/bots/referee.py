@@ -55,7 +55,12 @@ class Referee:
         self.move_seconds = move_seconds
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+        attribute = getattr(self._store, name)
+        if callable(attribute) and not hasattr(type(self), name):
+            # Kept on the instance: the next call finds it at once, not through a missed
+            # lookup and this method (issue 28: every store call of an event came here).
+            self.__dict__[name] = attribute
+        return attribute
 
     def create(self, match: Match, caps: Caps | None = None) -> None:
         self._store.create(with_deadline(None, match, self.move_seconds), caps)

@@ -74,8 +74,10 @@ class MemorySeats:
         return len(self._held.get((game, WATCH), ()))
 
     def present(self, game: str) -> tuple[dict[str, bool], int]:
-        """`online` and `watchers` together (what a view reads)."""
-        return self.online(game), self.watchers(game)
+        """`online` and `watchers` together (what a view reads), in one go."""
+        held = self._held
+        return ({"X": bool(held.get((game, "X"))), "O": bool(held.get((game, "O")))},
+                len(held.get((game, WATCH), ())))
 
     def last_seen(self, game: str, mark: str) -> float | None:
         return self._left.get((game, mark))
