@@ -188,7 +188,48 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class _Labelled(Counter):
+class _Batched:
+    """Amounts that wait in a deque and are folded into the metric in batches (`_add`): at
+    every scrape (`_child_samples`, so a scrape sees every amount queued before it) and every
+    `FOLD_AT` amounts (so the deque stays small with nobody scraping). Safe across threads:
+    deque's append and popleft are atomic, so two folds never take one amount twice and an
+    append during a fold is taken by it or by the next one; the folded sums go through the
+    library's own locked `inc`. Issue 28: an event's count and timings are one append each."""
+
+    FOLD_AT = 256
+    _pending: deque | None = None  # a labelled parent has none: it counts nothing itself
+
+    def _metric_init(self) -> None:
+        super()._metric_init()  # type: ignore[misc]
+        self._pending = deque()
+
+    def _queue(self, amount: float) -> None:
+        pending = self._pending
+        pending.append(amount)  # type: ignore[union-attr]
+        if len(pending) >= self.FOLD_AT:  # type: ignore[arg-type]
+            self._fold()
+
+    def _fold(self) -> None:
+        pending, taken = self._pending, []
+        if not pending:
+            return
+        try:
+            while True:
+                taken.append(pending.popleft())
+        except IndexError:  # emptied (by this fold or one in another thread)
+            pass
+        if taken:
+            self._add(taken)
+
+    def _add(self, amounts: list[float]) -> None:
+        raise NotImplementedError
+
+    def _child_samples(self) -> Any:
+        self._fold()
+        return super()._child_samples()  # type: ignore[misc]
+
+
+class _Labelled(_Batched, Counter):
     """A counter whose children are kept by their label values in a plain dict: counted on
     every event, it skips prometheus_client's lock and label checks after the first time
     (issue 28). Children are never removed here, so the dict never goes stale."""
@@ -205,90 +246,41 @@ class _Labelled(Counter):
             child = self._known[values] = super().labels(*values)
         return child
 
-    # A child's `inc` is one append, folded into its value at each scrape and every FOLD_AT
-    # counts, as `_Timings` does for observations (and with the same thread safety).
-    FOLD_AT = 256
-    _pending: deque | None = None  # a labelled parent has none: its inc raises as before
-
-    def _metric_init(self) -> None:
-        super()._metric_init()
-        self._pending = deque()
-
     def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
-        pending = self._pending
-        if pending is None or exemplar or amount < 0:
-            super().inc(amount, exemplar)
+        """One append (`_Batched`): a child's count is folded into its value in batches."""
+        if self._pending is None or exemplar or amount < 0:
+            super().inc(amount, exemplar)  # a parent raises, as the library's
             return
-        pending.append(amount)
-        if len(pending) >= self.FOLD_AT:
-            self._fold()
+        self._queue(amount)
 
-    def _fold(self) -> None:
-        pending, total = self._pending, 0.0
-        if not pending:
-            return
-        try:
-            while True:
-                total += pending.popleft()
-        except IndexError:  # emptied (by this fold or one in another thread)
-            pass
-        self._value.inc(total)
-
-    def _child_samples(self) -> Any:
-        self._fold()
-        return super()._child_samples()
+    def _add(self, amounts: list[float]) -> None:
+        self._value.inc(sum(amounts))
 
 
-class _Timings(Histogram):
+class _Timings(_Batched, Histogram):
     """A histogram whose observation is one append (issue 28: every event and every store
     call is timed, and prometheus_client's `observe` takes two locks and walks the buckets).
-
-    Observations wait in a deque and are folded into the buckets in batches: at every scrape
-    (`_child_samples`, so a scrape sees every observation made before it) and every
-    `FOLD_AT` observations (so the deque stays small with nobody scraping). Safe across
-    threads: deque's append and popleft are atomic, so two folds never count one observation
-    twice and an append during a fold is folded by it or by the next one; the folded sums go
-    through the buckets' own locked `inc`. Exemplars take the library's path."""
-
-    FOLD_AT = 256
-    _pending: deque | None = None  # a labelled parent has none: its observe raises as before
-
-    def _metric_init(self) -> None:
-        super()._metric_init()
-        self._pending = deque()
+    The observations are folded into the buckets in batches (`_Batched`); exemplars take the
+    library's path."""
 
     def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
-        pending = self._pending
-        if pending is None or exemplar:
-            super().observe(amount, exemplar)
+        if self._pending is None or exemplar:
+            super().observe(amount, exemplar)  # a parent raises, as the library's
             return
-        pending.append(amount)
-        if len(pending) >= self.FOLD_AT:
-            self._fold()
+        self._queue(amount)
 
-    def _fold(self) -> None:
-        pending, bounds = self._pending, self._upper_bounds
-        if not pending:
-            return
-        counts, total = [0] * len(bounds), 0.0
-        try:
-            while True:
-                amount = pending.popleft()
-                total += amount
-                # The first bucket with amount <= bound, as Histogram.observe picks it.
-                at = bisect_left(bounds, amount)
-                if at < len(counts):
-                    counts[at] += 1
-        except IndexError:  # emptied (by this fold or one in another thread)
-            pass
-        self._sum.inc(total)
+    def _add(self, amounts: list[float]) -> None:
+        bounds = self._upper_bounds
+        counts = [0] * len(bounds)
+        for amount in amounts:
+            # The first bucket with amount <= bound, as Histogram.observe picks it.
+            at = bisect_left(bounds, amount)
+            if at < len(counts):
+                counts[at] += 1
+        self._sum.inc(sum(amounts))
         for at, count in enumerate(counts):
             if count:
                 self._buckets[at].inc(count)
-
-    def _child_samples(self) -> Any:
-        self._fold()
-        return super()._child_samples()
 
 
 class _Collected(Collector):
