@@ -117,6 +117,18 @@ def test_current_game_is_remembered_per_player(store):
     assert store.current("alice") == "g" * 22 and store.current("bob") == "h" * 22
 
 
+def test_profile_reads_the_name_and_the_current_game_together(store):
+    """One read for what a new game needs (issue 28): the same as `name` and `current`."""
+    assert store.profile("alice") == (None, None)
+    store.set_current("alice", "g" * 22)
+    assert store.profile("alice") == (None, "g" * 22)
+    store.set_name("alice", "Ana")
+    store.set_name("bob", "Ben")
+    assert store.profile("alice") == ("Ana", "g" * 22) == (store.name("alice"),
+                                                           store.current("alice"))
+    assert store.profile("bob") == ("Ben", None)
+
+
 def test_purge_drops_finished_and_abandoned_games_but_keeps_live_ones(store):
     live = create("local", "alice", NOW)
     stale_live = create("local", "alice", NOW - 10_000)

@@ -300,14 +300,17 @@ class Table:
         clock = choice(payload, "clock", (None, *CLOCKS))
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
-        leaving = self._leaving(player, payload)
+        # The name and the current game in one read (issue 28), when either is needed.
+        name, current = (self.store.profile(player) if mode != "local" or "from" not in payload
+                         else (None, None))
+        leaving = self._leaving(payload, current)
         conn = self.presence.connection(sid)
         if level is not None:
             self._room_for_ai(variant, level, conn.address)
         self._take_creation(player, conn.address, new=True)
         if mode == "friend":
             self._room_for_unjoined(player, conn.address)
-        name = self.store.name(player) if mode != "local" else None
+        name = name if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
                        moves=moves, clock=clock, name=name, origin=self.origin(conn.address),
@@ -327,14 +330,15 @@ class Table:
 
     # --- leaving a game against the AI (PROTOCOL v4): the server's rule, not the page's -----
 
-    def _leaving(self, player: str, payload: dict) -> str | None:
+    @staticmethod
+    def _leaving(payload: dict, current: str | None) -> str | None:
         """The id of the game a new game leaves: the payload's `from` (checked here, before
         anything changes), else, for a version 1-3 client that sends none, the player's
         current game (the one it last made or opened: a one-tab page's game on screen).
         `_leave_ai` ends it only if it is a live game of the player against the AI."""
         if "from" in payload:
             return from_of(payload)
-        return self.store.current(player)
+        return current
 
     def _leave_ai(self, player: str, game_id: str | None) -> tuple[dict | None, list[Push]]:
         """End `game_id` when it is a live game of the player against the AI: called off while

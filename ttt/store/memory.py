@@ -99,6 +99,10 @@ class MemoryStore:
         with self._lock:
             return self._names.get(player_id)
 
+    def profile(self, player_id: str) -> tuple[str | None, str | None]:
+        with self._lock:
+            return self._names.get(player_id), self._current.get(player_id)
+
     def set_name(self, player_id: str, name: str) -> None:
         with self._lock:
             self._names[player_id] = name

@@ -327,6 +327,11 @@ class RedisStore:
         return self.redis.hget(player_key(player_id), "name")
 
     @unavailable_on_redis_errors
+    def profile(self, player_id: str) -> tuple[str | None, str | None]:
+        name, current = self.redis.hmget(player_key(player_id), ["name", "current"])
+        return name, current
+
+    @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:
         self._set_field(player_id, "name", name)
 

@@ -329,6 +329,12 @@ class SqliteStore:
             row = conn.execute("SELECT name FROM players WHERE id = ?", (player_id,)).fetchone()
         return row[0] if row else None
 
+    def profile(self, player_id: str) -> tuple[str | None, str | None]:
+        with self._conn() as conn:
+            row = conn.execute("SELECT name, current FROM players WHERE id = ?",
+                               (player_id,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
     def set_name(self, player_id: str, name: str) -> None:
         with self._conn() as conn:
             conn.execute(
