@@ -12,11 +12,11 @@ the seat, the cell, the game's version (`rev`), the process id and a connection 
 the socket id, never the id itself). Never a cookie, a token or a player's name.
 
 The access line is on every event's path, so it is cheap (issue 28): its fields travel as one
-dict (`record.fields`), formatted only by the handler that writes them (`key=value` text or
-JSON keys of their own; seat, cell, rev and connection are worked out then, from what the
-event carried), the record is made without the caller lookup (the line says where it comes
-from: its logger), and our handler formats outside its lock, holding it only for the write,
-so threads serving other events do not queue behind a formatter.
+dict, formatted only by the handler that writes them (`key=value` text or JSON keys of their
+own; seat, cell, rev and connection are worked out then, from what the event carried). In the
+served case (our handler alone, text format) the line is made as text directly, with no
+record; otherwise a record is made without logging's caller lookup (ttt.loglines). Our
+handler formats outside its lock and writes INFO lines in batches (`TTT_LOG_FLUSH_SECONDS`).
 """
 
 from __future__ import annotations
@@ -58,17 +58,16 @@ class TextFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt:
             return super().formatTime(record, datefmt)
-        return f"{self._seconds(record.created)},{int(record.msecs):03d}"
+        return self.stamp(record.created)
 
     def stamp(self, created: float) -> str:
-        """`asctime` of a record made at `created`."""
+        """`asctime` of a record made at `created` (its milliseconds as logging's `msecs`)."""
         return f"{self._seconds(created)},{int((created - int(created)) * 1000):03d}"
 
     def format(self, record: logging.LogRecord) -> str:
         if type(record) is AccessRecord and not record.exc_info:
             # The line logging's own format makes of it, made directly: one per event.
-            return (f"{self._seconds(record.created)},{int(record.msecs):03d} INFO "
-                    f"{record.name} {record.fields}")
+            return f"{self.stamp(record.created)} INFO {record.name} {record.fields}"
         return super().format(record)
 
 
