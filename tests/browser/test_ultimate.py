@@ -311,10 +311,19 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
     page = open_page()
     start_ultimate(page, mode="local")
     expect(status(page)).to_have_text("X to move · any open board")
-    page.locator("#sound").focus()
-    for _ in range(12):  # Tab reaches the board once, on the centre square
-        page.keyboard.press("Tab")
-        if page.evaluate("() => document.activeElement.matches('[data-ucell]')"):
+
+    def tab_to_the_board() -> bool:
+        page.locator("#sound").focus()
+        for _ in range(12):  # Tab reaches the board once, on the centre square
+            page.keyboard.press("Tab")
+            if page.evaluate("() => document.activeElement.matches('[data-ucell]')"):
+                break
+        return page.evaluate("() => document.activeElement.dataset.ucell === '40'")
+
+    # Tried again while the page settles: on a busy machine the socket's first view can
+    # redraw the board between two key presses (a CI run once saw focus elsewhere).
+    for _ in range(3):
+        if tab_to_the_board():
             break
     expect(square(page, 40)).to_be_focused()
     expect(square(page, 40)).to_have_attribute(
