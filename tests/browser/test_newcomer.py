@@ -240,7 +240,13 @@ def test_the_review_keys_work_from_anywhere_and_the_numbering_is_one(open_page):
 
     caption = card.locator("[data-review='caption']")
     page.locator("#new-game").focus()  # a button outside the card: the keys still step
-    page.keyboard.press("Home")
+    for _ in range(3):  # again if the card was redrawn from the server's review meanwhile
+        page.keyboard.press("Home")
+        try:
+            expect(caption).to_have_text("Start · move 0 of 5", timeout=2000)
+            break
+        except AssertionError:
+            continue
     expect(caption).to_have_text("Start · move 0 of 5")
     for ply in (1, 2):
         page.keyboard.press("ArrowRight")
