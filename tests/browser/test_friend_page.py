@@ -274,7 +274,11 @@ def test_names_score_watchers_and_reactions(open_page, device):
         expect(page.locator("#score")).to_have_text("Ana 1 · 0 draws · 0 <b>Ben</b>")
 
     # A reaction: beside the sender's seat for everyone, said to screen readers, moving nothing.
+    # The game's end settles first: the review takes the deck when the analysis comes back,
+    # which on a busy machine can be after the status changed.
     for page in (host, watcher):
+        expect(page.locator("#deck-review")).to_be_visible()
+        page.wait_for_function("() => document.fonts.status === 'loaded'")
         page.evaluate(WATCH_SHIFTS)
     expect(watcher.locator("#reactions")).to_be_hidden()
     guest.locator("[data-reaction='👏']").click()
