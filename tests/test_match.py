@@ -1,5 +1,8 @@
 """The match: every change checked, one precise error each, JSON round trips."""
 
+import dataclasses
+import json
+import math
 import random
 from dataclasses import replace
 
@@ -10,6 +13,7 @@ from ttt.endings import abandon, abort, claim, decline, offer_rematch, rematch, 
 from ttt.match import (
     AI,
     FIRST_MOVE,
+    Match,
     MatchError,
     ai_reply,
     create,
@@ -22,6 +26,7 @@ from ttt.match import (
     take_seat,
     time_out,
 )
+from ttt.store import codec
 from ttt.store.codec import from_json, to_json
 from ttt.wire import allowed
 
@@ -315,6 +320,37 @@ def test_match_round_trips_through_json_and_never_leaks_player_ids():
     assert "alice" not in str(wire.public(match)) and "bob" not in str(wire.public(match))
 
 
+def test_stored_text_round_trips_and_reads_what_earlier_versions_wrote():
+    match = rename(take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW),
+                   "bob", "Zoë 👩\u200d💻", NOW)
+    text = codec.encode(match)
+    assert codec.decode(text) == match
+    assert "Zoë 👩" in text  # UTF-8 as it is, not escaped
+    # The standard library's form (escaped, spaced), as rows written before orjson hold it.
+    old = json.dumps(to_json(match))
+    assert "\\u" in old and codec.decode(old) == match
+    assert math.isnan(codec.loads('{"x": NaN}')["x"])  # orjson refuses NaN; json reads it
+    # orjson refuses an integer past 64 bits: the standard library writes it instead.
+    assert codec.loads(codec.dumps({"big": 2 ** 70})) == {"big": 2 ** 70}
+    assert codec.dumps({1: "a"}) == '{"1":"a"}'  # keys as json writes them
+
+
 def test_game_ids_carry_at_least_128_random_bits():
     ids = {create("local", "a", NOW).id for _ in range(200)}
     assert len(ids) == 200 and all(len(i) >= 22 for i in ids)
+
+
+def test_a_copy_changes_only_what_it_names_and_forgets_what_was_worked_out():
+    match = create("ai", "alice", NOW, you="X", level="perfect")
+    assert match.status == "playing" and "status" in match.__dict__  # worked out once, kept
+    won = match.but(moves=(0, 3, 1, 4, 2))
+    assert won.status == "won" and won.winner == "X"  # not the original's kept answer
+    assert won.moves == (0, 3, 1, 4, 2) and match.moves == ()
+    assert won == dataclasses.replace(match, moves=(0, 3, 1, 4, 2))
+    with pytest.raises(TypeError):
+        match.but(colour="red")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        won.rev = 5  # still frozen
+    assert Match.whole(dataclasses.asdict(won)) == won
+    with pytest.raises(TypeError):
+        Match.whole({"id": "x"})

@@ -12,7 +12,6 @@ import functools
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from ttt.match import Match, MatchError, ai_plays, ai_to_move, hint
@@ -99,7 +98,7 @@ class AiTurns:
                 return current
             after = ai_plays(current, cell, self.clock())
             if not current.moves:  # the AI's opening move leaves a new game untouched
-                after = replace(after, updated=current.updated)
+                after = after.but(updated=current.updated)
             return Update(after, self._credits(current, after))
 
         try:

@@ -10,7 +10,6 @@ started casual (`"rated": false`) counts in no record and no rating. Nothing els
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ttt.bots import is_bot_player
@@ -43,7 +42,7 @@ def with_deadline(before: Match | None, after: Match, seconds: float) -> Match:
     due = after.updated + seconds
     if after.deadline is not None and after.deadline <= due:
         return after
-    return replace(after, deadline=due)
+    return after.but(deadline=due)
 
 
 class Referee:

@@ -5,7 +5,10 @@ Pure: the stores (sqlite, Redis, memory) and the tools that read rows share it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import orjson
 
 from ttt.match import SIDES, Match, ending, no_score, nobody
 from ttt.rules import Termination
@@ -35,7 +38,7 @@ def from_json(data: dict[str, Any]) -> Match:
         finish = ending(Termination(finish[0]), finish[1])
     elif data.get("claimed_by"):
         finish = ending(Termination.CLAIM, data["claimed_by"])
-    return Match(
+    return Match.whole(dict(
         id=data["id"], mode=data["mode"], level=data["level"], seats=dict(data["seats"]),
         moves=tuple(data["moves"]), finish=finish, rematch_id=data.get("rematch_id"),
         offer=data.get("offer"), hints=dict(data.get("hints") or {"X": 0, "O": 0}),
@@ -48,4 +51,34 @@ def from_json(data: dict[str, Any]) -> Match:
         aborted_by=data.get("aborted_by"),
         variant=data.get("variant", "classic"), origin=data.get("origin"),
         created=data["created"], updated=data["updated"], rev=data["rev"],
-    )
+    ))
+
+
+def dumps(data: Any) -> str:
+    """Stored JSON text: compact, UTF-8 as it is. orjson (several times the standard
+    library's speed, and a store write's text is built on every move: issue 28); the
+    standard library for anything orjson refuses (an integer past 64 bits), so what was
+    storable stays storable."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(data, separators=(",", ":"))
+
+
+def loads(text: str | bytes) -> Any:
+    """Stored JSON text read back (orjson; falls back to the standard library's looser
+    reading, so that rows written by any earlier version stay readable)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def encode(match: Match) -> str:
+    """A match as stored text."""
+    return dumps(to_json(match))
+
+
+def decode(text: str | bytes) -> Match:
+    """The match stored as `text`."""
+    return from_json(loads(text))

@@ -26,7 +26,7 @@ import redis
 
 from ttt import build
 from ttt.match import Match
-from ttt.store import redis_kinds
+from ttt.store import codec, redis_kinds
 from ttt.store.base import (
     MAX_RETRIES,
     OUTCOMES,
@@ -38,7 +38,6 @@ from ttt.store.base import (
     as_update,
     empty_record,
 )
-from ttt.store.codec import from_json, to_json
 from ttt.store.redis_keys import (
     BEAT,
     DEADLINES,
@@ -111,7 +110,7 @@ def unavailable_on_redis_errors(method):
 
 
 def _body(match: Match) -> str:
-    return json.dumps(to_json(match), separators=(",", ":"))
+    return codec.encode(match)
 
 
 class RedisStore:
@@ -216,7 +215,7 @@ class RedisStore:
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
         body = self.redis.get(game_key(game_id))
-        return from_json(json.loads(body)) if body else None
+        return codec.decode(body) if body else None
 
     @unavailable_on_redis_errors
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
@@ -228,7 +227,7 @@ class RedisStore:
                     body = pipe.get(key)
                     if body is None:
                         return None
-                    before = from_json(json.loads(body))
+                    before = codec.decode(body)
                     update = as_update(change(before))
                     after = update.match
                     if after.rev == before.rev:
@@ -280,7 +279,7 @@ class RedisStore:
         credited = []
         for body in pipe.mget(keys):
             if body:
-                before = from_json(json.loads(body))
+                before = codec.decode(body)
                 after = credit(before, since, downtime)
                 if after.rev != before.rev:
                     credited.append(after)
@@ -294,7 +293,7 @@ class RedisStore:
         redis_kinds.unlist(pipe, [game_id])
         pipe.zrem(DEADLINES, game_id)
         if body:
-            for who in from_json(json.loads(body)).owners():
+            for who in codec.decode(body).owners():
                 pipe.zrem(live_of(who), game_id)
         pipe.execute()
 
@@ -365,7 +364,7 @@ class RedisStore:
             for key in keys:
                 body = self.redis.get(key)
                 if body:
-                    match = from_json(json.loads(body))
+                    match = codec.decode(body)
                     if match.is_over and match.updated < finished_before:
                         gone += self.redis.delete(key)
             if cursor == 0:

@@ -8,12 +8,10 @@ live games written by a process of a release without these indexes.
 
 from __future__ import annotations
 
-import json
-
 import redis
 
+from ttt.store import codec
 from ttt.store.base import KINDS, by_kind
-from ttt.store.codec import from_json
 from ttt.store.redis_keys import KIND_INDEXES, LIVE, game_key, kind_key
 
 # KEYS: LIVE, one kind index. ARGV: game ids. Each id is put in the kind index (with its
@@ -57,7 +55,7 @@ def mend(client: redis.Redis, script: redis.commands.core.Script) -> int:
         kinds: dict[str, list[str]] = {}
         for game_id, body in zip(batch, client.mget([game_key(g) for g in batch]), strict=True):
             if body:  # expired: the purge takes it out of LIVE
-                match = from_json(json.loads(body))
+                match = codec.decode(body)
                 kinds.setdefault(kind_key(match.mode, match.variant), []).append(game_id)
         for key, ids in kinds.items():
             mended += script(keys=[LIVE, key], args=ids)

@@ -12,7 +12,6 @@ revision.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -22,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ttt.match import Match
+from ttt.store import codec
 from ttt.store.base import (
     CapReached,
     Caps,
@@ -34,7 +34,6 @@ from ttt.store.base import (
     by_kind,
     empty_record,
 )
-from ttt.store.codec import from_json, to_json
 from ttt.store.sqlite_pool import Connections
 from ttt.store.sqlite_schema import migrate
 
@@ -103,7 +102,7 @@ class SqliteStore:
                 match.variant)
 
     def _row(self, match: Match) -> tuple:
-        return (*self._keys(match), json.dumps(to_json(match), separators=(",", ":")))
+        return (*self._keys(match), codec.encode(match))
 
     _INSERT = (f"INSERT INTO games ({', '.join(COLUMNS)}, id) "
                f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
@@ -151,7 +150,7 @@ class SqliteStore:
     def get(self, game_id: str) -> Match | None:
         with self._conn() as conn:
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
-        return from_json(json.loads(row[0])) if row else None
+        return codec.decode(row[0]) if row else None
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         # The common move first: the change applied to the cached copy, outside any lock (the
@@ -237,7 +236,7 @@ class SqliteStore:
             conn.execute(
                 "INSERT INTO players (id, record) VALUES (?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                (who, json.dumps(record)))
+                (who, codec.dumps(record)))
 
     def _update(self, conn: sqlite3.Connection, game_id: str,
                 change: Change) -> tuple[Match, Match] | None:
@@ -247,7 +246,7 @@ class SqliteStore:
             if row is None:
                 rollback_if_open(conn)
                 return None
-            before = from_json(json.loads(row[0]))
+            before = codec.decode(row[0])
             update = as_update(change(before))
             after = update.match
             if after.rev != before.rev:
@@ -287,7 +286,7 @@ class SqliteStore:
         credited = []
         for (body,) in conn.execute("SELECT body FROM games WHERE deadline IS NOT NULL "
                                     "AND live = 1").fetchall():
-            before = from_json(json.loads(body))
+            before = codec.decode(body)
             after = credit(before, since, downtime)
             if after.rev != before.rev:
                 columns, values = self._changed_columns(before, after)
@@ -305,7 +304,7 @@ class SqliteStore:
     def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
         row = conn.execute("SELECT record FROM players WHERE id = ?", (player_id,)).fetchone()
         # Levels added since the record was written read as no games.
-        return {**empty_record(), **json.loads(row[0])} if row and row[0] else empty_record()
+        return {**empty_record(), **codec.loads(row[0])} if row and row[0] else empty_record()
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         with self._conn() as conn:
