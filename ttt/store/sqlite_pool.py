@@ -6,7 +6,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-WAL_LIMIT = 1 << 20  # bytes the write-ahead log keeps between checkpoints
+# Bytes the write-ahead log keeps after a checkpoint: above the 4 MiB it reaches between
+# automatic checkpoints (1,000 pages), so in normal running it is overwritten in place. Cut
+# to 1 MiB at every checkpoint it grew again each time, and growing a file costs the kernel
+# a page at a time: a tenth of the threaded server's system time per event, a quarter of
+# the gevent worker's (issue 28).
+# Only a log a held-up checkpoint let grow past this is cut back.
+WAL_LIMIT = 6 << 20
 
 
 class Connections:
@@ -29,8 +35,9 @@ class Connections:
         if self._wal:  # survives a killed process without an fsync per move (PITFALLS)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            # Each time the log is reset after a checkpoint, cut it back to 1 MiB: on a small
-            # disk it would otherwise keep (and after a full disk, take back) its largest size.
+            # Each time the log is reset after a checkpoint, cut it back to WAL_LIMIT: on a
+            # small disk it would otherwise keep (and after a full disk, take back) its
+            # largest size.
             conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
         return conn
 
