@@ -245,7 +245,20 @@ def scenario_join(meter: Meter) -> dict[str, int]:
     return meter.measure(lambda: friend.emit("join", {"game": game["id"]}, callback=True))
 
 
+def scenario_new_game_vs_ai(meter: Meter) -> dict[str, int]:
+    """A new game against the perfect AI, the player's first game over (as a page's
+    "New game" after a finished one)."""
+    me = meter.player()
+    game = me.emit("new_game", {"mode": "ai", "you": "X", "level": "perfect"},
+                   callback=True)["game"]
+    assert me.emit("resign", {"game": game["id"]}, callback=True)["ok"]
+    return meter.measure(lambda: me.emit("new_game", {"mode": "ai", "you": "X",
+                                                      "level": "perfect", "from": game["id"]},
+                                         callback=True))
+
+
 SCENARIOS = {"move_vs_ai": scenario_move_vs_ai,
+             "new_game_vs_ai": scenario_new_game_vs_ai,
              "friend_move_watched": scenario_friend_move_watched,
              "join": scenario_join}
 

@@ -141,3 +141,29 @@ def test_the_direct_access_line_is_the_line_logging_makes(logger):
     tail = "INFO ttt.access event=move game=" + "g" * 22 + " result=ok ms=1.25"
     assert first.split(" ", 2)[2] == second.split(" ", 2)[2] == tail
     assert through.getvalue().split(" ", 2)[2] == tail + "\n"
+
+
+def test_lines_queued_by_many_threads_at_once_are_each_written_once_in_each_threads_order():
+    stream = Stream()
+    handler = loglines.Handler(stream, every=0.001)  # the writer drains while they queue
+    threads, per_thread = 8, 3000
+    start = threading.Barrier(threads)
+
+    def queue(n: int) -> None:
+        start.wait()
+        for i in range(per_thread):
+            handler.write_line(f"{n} {i}\n", logging.INFO)
+            if i % 500 == 0:  # a warning now and then writes everything at once
+                handler.write_line(f"{n} w{i}\n", logging.WARNING)
+
+    workers = [threading.Thread(target=queue, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    handler.flush()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == len(set(lines)) == threads * (per_thread + per_thread // 500)
+    for n in range(threads):  # each thread's lines in the order it queued them
+        own = [line.split()[1] for line in lines if line.split()[0] == str(n)]
+        assert [x for x in own if not x.startswith("w")] == [str(i) for i in range(per_thread)]

@@ -10,18 +10,20 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 
 class Handler(logging.StreamHandler):
     """The handler this module installed (so a second call changes nothing).
 
-    It formats a record before taking its lock and holds the lock only to queue or write the
-    line. With `every` (seconds; `configure` sets `TTT_LOG_FLUSH_SECONDS`, 0.1), INFO lines are
-    written in batches at most `every` apart by a writer thread (nginx's `access_log ...
-    buffer= flush=`): one write a batch instead of one per event, which on a busy server is a
-    system call, and a turn of the interpreter's lock, less per event (issue 28). A WARNING or
-    worse writes everything queued and itself at once, in order; so do `flush()` (which
+    It formats a record before taking its lock and takes the lock only to write: a line is
+    queued on a deque (append is atomic), so an INFO line takes no lock at all. With `every`
+    (seconds; `configure` sets `TTT_LOG_FLUSH_SECONDS`, 0.1), INFO lines are written in
+    batches at most `every` apart by a writer thread (nginx's `access_log ... buffer=
+    flush=`): one write a batch instead of one per event, which on a busy server is a system
+    call, and a turn of the interpreter's lock, less per event (issue 28). A WARNING or worse
+    writes everything queued and itself at once, in order; so do `flush()` (which
     `logging.shutdown` calls at exit) and 256 kB queued. A process killed outright (SIGKILL)
     loses at most `every` seconds of INFO lines.
     """
@@ -31,8 +33,8 @@ class Handler(logging.StreamHandler):
     def __init__(self, stream: Any = None, every: float = 0.0) -> None:
         super().__init__(stream)
         self.every = every
-        self._lines: list[str] = []
-        self._size = 0
+        self._lines: deque[str] = deque()
+        self._size = 0  # about what is queued: only decides an early write
         self._writer: int | None = None  # the process whose writer thread runs
         self._record: logging.LogRecord | None = None  # the last one queued, for handleError
         if every:
@@ -54,28 +56,33 @@ class Handler(logging.StreamHandler):
 
     def write_line(self, line: str, level: int) -> None:
         """A formatted line (with its end) of a record at `level`: queued, or written."""
-        with self.lock:
-            self._lines.append(line)
-            self._size += len(line)
-            if not self.every or level >= logging.WARNING or self._size > self.LIMIT:
+        self._lines.append(line)
+        self._size += len(line)  # two threads may lose an addition: a write comes later
+        if not self.every or level >= logging.WARNING or self._size > self.LIMIT:
+            with self.lock:
                 self._write()
-            elif self._writer is None:  # this process has none yet (see _forget)
-                self._writer = os.getpid()
-                threading.Thread(target=self._write_every, name="ttt-log-writer",
-                                 daemon=True).start()
+        elif self._writer is None:  # this process has none yet (see _forget)
+            with self.lock:
+                if self._writer is None:
+                    self._writer = os.getpid()
+                    threading.Thread(target=self._write_every, name="ttt-log-writer",
+                                     daemon=True).start()
 
     def flush(self) -> None:
         with self.lock:
             self._write()
 
     def _write(self) -> None:
-        """Every queued line, in one write (the lock is held)."""
-        if not self._lines:
+        """Every queued line, in one write (the lock is held). Taken one by one from the
+        front: a line queued meanwhile by another thread is in this write or the next."""
+        lines, batch = self._lines, []
+        while lines:
+            batch.append(lines.popleft())
+        if not batch:
             if self.stream and hasattr(self.stream, "flush"):
                 self.stream.flush()
             return
-        text = "".join(self._lines)
-        self._lines.clear()
+        text = "".join(batch)
         self._size = 0
         try:
             self.stream.write(text)
@@ -93,7 +100,7 @@ class Handler(logging.StreamHandler):
 
     def _forget(self) -> None:
         """In a forked child: the parent writes what it queued; this process starts afresh."""
-        self._lines, self._size, self._writer = [], 0, None
+        self._lines, self._size, self._writer = deque(), 0, None
 
 
 def info(logger: logging.Logger, msg: str, *args: Any, **extra: Any) -> None:
