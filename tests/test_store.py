@@ -117,16 +117,20 @@ def test_current_game_is_remembered_per_player(store):
     assert store.current("alice") == "g" * 22 and store.current("bob") == "h" * 22
 
 
-def test_profile_reads_the_name_and_the_current_game_together(store):
-    """One read for what a new game needs (issue 28): the same as `name` and `current`."""
-    assert store.profile("alice") == (None, None)
+def test_profile_reads_the_name_the_current_game_and_the_record_together(store):
+    """One read for what a new game needs (issue 28): the same as `name`, `current` and
+    `record`."""
+    assert store.profile("alice") == (None, None, empty_record())
     store.set_current("alice", "g" * 22)
-    assert store.profile("alice") == (None, "g" * 22)
+    assert store.profile("alice") == (None, "g" * 22, empty_record())
     store.set_name("alice", "Ana")
     store.set_name("bob", "Ben")
-    assert store.profile("alice") == ("Ana", "g" * 22) == (store.name("alice"),
-                                                           store.current("alice"))
-    assert store.profile("bob") == ("Ben", None)
+    match = win_for_x(store)
+    store.update(match.id, credited(lambda m: play(m, "alice", 2, NOW)))
+    assert store.record("alice")["easy"]["wins"] == 1
+    assert store.profile("alice") == ("Ana", "g" * 22, store.record("alice")) == (
+        store.name("alice"), store.current("alice"), store.record("alice"))
+    assert store.profile("bob") == ("Ben", None, empty_record())
 
 
 def test_purge_drops_finished_and_abandoned_games_but_keeps_live_ones(store):

@@ -242,10 +242,12 @@ class Table:
             match.id, lambda m: sighted(m, self.presence.online(m.id), self.clock()))
         return changed[1] if changed else None
 
-    def _enter(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
+    def _enter(self, sid: str, match: Match, player: str, record: dict | None = None,
+               **extra: Any) -> Reply:
+        """Show the player `match`; `record`: theirs if just read (else read here)."""
         match = self._named(match, player)
         match, pushes = self._show(sid, match, player)
-        return Reply(self.views.seated(match, player, **extra), pushes,
+        return Reply(self.views.seated(match, player, record, **extra), pushes,
                      show=room(match.id, match.role(player)))
 
     def _named(self, match: Match, player: str) -> Match:
@@ -300,9 +302,8 @@ class Table:
         clock = choice(payload, "clock", (None, *CLOCKS))
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
-        # The name and the current game in one read (issue 28), when either is needed.
-        name, current = (self.store.profile(player) if mode != "local" or "from" not in payload
-                         else (None, None))
+        # The name, the current game and the record in one read (issue 28).
+        name, current, record = self.store.profile(player)
         leaving = self._leaving(payload, current)
         conn = self.presence.connection(sid)
         if level is not None:
@@ -323,8 +324,9 @@ class Table:
         left, left_pushes = self._leave_ai(player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
             reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left)
-        else:
-            reply = self._enter(sid, match, player, left=left)
+        else:  # the record as read above, unless the game left was counted in it since
+            reply = self._enter(sid, match, player, left=left,
+                                record=record if left is None else None)
         reply.pushes[:0] = left_pushes + abandoned
         return reply
 

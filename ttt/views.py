@@ -122,10 +122,13 @@ class Views:
                 "online": game["online"][opponent], "clock": game.get("clock"),
                 "time_left": game.get("time_left"), "moves": len(match.moves)}
 
-    def seated(self, match: Match, player: str, **extra: Any) -> dict[str, Any]:
+    def seated(self, match: Match, player: str, record: dict | None = None,
+               **extra: Any) -> dict[str, Any]:
+        """The answer that shows a player a game; `record`: theirs if just read."""
         role = match.role(player)
         answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
-                                  "you": role, "record": self.store.record(player)}
+                                  "you": role,
+                                  "record": self.store.record(player) if record is None else record}
         if match.mode == "friend":
             answer["link"] = f"/g/{match.id}"
         return answer

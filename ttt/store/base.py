@@ -106,8 +106,9 @@ class ProfileStore(Protocol):
     def name(self, player_id: str) -> str | None:
         """The player's display name."""
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None]:
-        """(name, current game) in one read: a new game needs both (issue 28)."""
+    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
+        """(name, current game, record) in one read: a new game needs all three (issue
+        28); the record as `record` gives it."""
 
     def set_name(self, player_id: str, name: str) -> None:
         """Keep the player's display name."""

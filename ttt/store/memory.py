@@ -99,9 +99,11 @@ class MemoryStore:
         with self._lock:
             return self._names.get(player_id)
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None]:
+    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
         with self._lock:
-            return self._names.get(player_id), self._current.get(player_id)
+            found = self._records.get(player_id)
+            return (self._names.get(player_id), self._current.get(player_id),
+                    {k: dict(v) for k, v in (found or empty_record()).items()})
 
     def set_name(self, player_id: str, name: str) -> None:
         with self._lock:

@@ -113,6 +113,16 @@ def _body(match: Match) -> str:
     return codec.encode(match)
 
 
+
+def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
+    """A player's record from the fields of their hash (`level:outcome` counts)."""
+    record = empty_record()
+    for field, count in fields.items():
+        level, _, outcome = field.partition(":")
+        if level in record and outcome in OUTCOMES:
+            record[level][outcome] = int(count)
+    return record
+
 class RedisStore:
     """One connection pool to one Redis database."""
 
@@ -299,12 +309,7 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
-        record = empty_record()
-        for field, count in self.redis.hgetall(player_key(player_id)).items():
-            level, _, outcome = field.partition(":")
-            if level in record and outcome in OUTCOMES:
-                record[level][outcome] = int(count)
-        return record
+        return _record_of(self.redis.hgetall(player_key(player_id)))
 
     @unavailable_on_redis_errors
     def current(self, player_id: str) -> str | None:
@@ -326,9 +331,9 @@ class RedisStore:
         return self.redis.hget(player_key(player_id), "name")
 
     @unavailable_on_redis_errors
-    def profile(self, player_id: str) -> tuple[str | None, str | None]:
-        name, current = self.redis.hmget(player_key(player_id), ["name", "current"])
-        return name, current
+    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
+        fields = self.redis.hgetall(player_key(player_id))  # the record is in the same hash
+        return fields.get("name"), fields.get("current"), _record_of(fields)
 
     @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:

@@ -56,6 +56,11 @@ PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
 PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
 
 
+
+def _record_of(text: str | None) -> dict[str, dict[str, int]]:
+    """A player's stored record (levels added since it was written read as no games)."""
+    return {**empty_record(), **codec.loads(text)} if text else empty_record()
+
 class SqliteStore:
     """A small pool of connections to one database file."""
 
@@ -303,8 +308,7 @@ class SqliteStore:
     @staticmethod
     def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
         row = conn.execute("SELECT record FROM players WHERE id = ?", (player_id,)).fetchone()
-        # Levels added since the record was written read as no games.
-        return {**empty_record(), **codec.loads(row[0])} if row and row[0] else empty_record()
+        return _record_of(row[0] if row else None)
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         with self._conn() as conn:
@@ -328,11 +332,11 @@ class SqliteStore:
             row = conn.execute("SELECT name FROM players WHERE id = ?", (player_id,)).fetchone()
         return row[0] if row else None
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None]:
+    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
         with self._conn() as conn:
-            row = conn.execute("SELECT name, current FROM players WHERE id = ?",
+            row = conn.execute("SELECT name, current, record FROM players WHERE id = ?",
                                (player_id,)).fetchone()
-        return (row[0], row[1]) if row else (None, None)
+        return (row[0], row[1], _record_of(row[2])) if row else (None, None, empty_record())
 
     def set_name(self, player_id: str, name: str) -> None:
         with self._conn() as conn:
