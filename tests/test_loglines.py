@@ -167,3 +167,27 @@ def test_lines_queued_by_many_threads_at_once_are_each_written_once_in_each_thre
     for n in range(threads):  # each thread's lines in the order it queued them
         own = [line.split()[1] for line in lines if line.split()[0] == str(n)]
         assert [x for x in own if not x.startswith("w")] == [str(i) for i in range(per_thread)]
+
+
+def test_a_line_queued_as_its_making_is_made_when_written_in_its_place(capsys):
+    stream = Stream()
+    handler = loglines.Handler(stream, every=60)  # nothing written until flushed
+    made = []
+
+    def make(n: int) -> str:
+        made.append(n)
+        if n == 3:
+            raise ValueError("a bad line")
+        return f"made {n}\n"
+
+    handler.write_line("first\n", logging.INFO)
+    for n in range(5):
+        handler.write_made(make, (n,), logging.INFO)
+    assert made == [] and stream.getvalue() == ""  # queued, not made: off the caller's path
+    handler.write_line("last\n", logging.INFO)
+    handler.flush()
+    assert made == [0, 1, 2, 3, 4]
+    # A line that fails to be made is said on stderr (as logging does) and the rest go on.
+    assert stream.getvalue().splitlines() == ["first", "made 0", "made 1", "made 2", "made 4",
+                                              "last"]
+    assert "a bad line" in capsys.readouterr().err

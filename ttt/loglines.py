@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 
@@ -33,7 +34,7 @@ class Handler(logging.StreamHandler):
     def __init__(self, stream: Any = None, every: float = 0.0) -> None:
         super().__init__(stream)
         self.every = every
-        self._lines: deque[str] = deque()
+        self._lines: deque[str | tuple[Callable[..., str], tuple]] = deque()
         self._size = 0  # about what is queued: only decides an early write
         self._writer: int | None = None  # the process whose writer thread runs
         self._record: logging.LogRecord | None = None  # the last one queued, for handleError
@@ -58,6 +59,18 @@ class Handler(logging.StreamHandler):
         """A formatted line (with its end) of a record at `level`: queued, or written."""
         self._lines.append(line)
         self._size += len(line)  # two threads may lose an addition: a write comes later
+        self._queued(level)
+
+    def write_made(self, make: Callable[..., str], args: tuple, level: int) -> None:
+        """A line `make(*args)` will give (with its end), queued as the call: made when it is
+        written, off the path of whoever logs it (issue 28: the access line, after the
+        event's answer is on its way). `args` must not change meanwhile."""
+        self._lines.append((make, args))
+        self._size += 128  # about a line
+        self._queued(level)
+
+    def _queued(self, level: int) -> None:
+        """A line was queued: write now, or make sure the writer thread will."""
         if not self.every or level >= logging.WARNING or self._size > self.LIMIT:
             with self.lock:
                 self._write()
@@ -77,7 +90,14 @@ class Handler(logging.StreamHandler):
         front: a line queued meanwhile by another thread is in this write or the next."""
         lines, batch = self._lines, []
         while lines:
-            batch.append(lines.popleft())
+            line = lines.popleft()
+            if type(line) is not str:  # a line queued as its making (write_made)
+                try:
+                    line = line[0](*line[1])
+                except Exception:
+                    self.handleError(self._record)  # type: ignore[arg-type]
+                    continue
+            batch.append(line)
         if not batch:
             if self.stream and hasattr(self.stream, "flush"):
                 self.stream.flush()

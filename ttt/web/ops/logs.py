@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ttt.jsonlog import ACCESS, JsonFormatter, Seconds, connection_id
@@ -111,15 +112,15 @@ def access(event: str, game: str | None, result: str, seconds: float, sid: str |
     """
     if not ACCESS.isEnabledFor(logging.INFO):
         return
-    fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
     ours = route(ACCESS)
     if ours is not None and type(ours.formatter) is TextFormatter:
         # The served process's usual case: the text line itself, as TextFormatter would
-        # make it of the record, with no record made (issue 28: one line per event).
-        now = time.time()
-        ours.write_line(f"{ours.formatter.stamp(now)} INFO {ACCESS.name} {fields}\n",
-                        logging.INFO)
+        # make it of the record, with no record made, and made when it is written, after
+        # the answer went (issue 28: one line per event).
+        ours.write_made(_text_line, (ours.formatter.stamp, time.time(), event, game, result,
+                                     seconds, more), logging.INFO)
         return
+    fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
     carried = {"sid": sid, "payload": payload, "answer": answer}
     if logging.getLogRecordFactory() is logging.LogRecord:
         record: logging.LogRecord = AccessRecord(fields)
@@ -128,6 +129,13 @@ def access(event: str, game: str | None, result: str, seconds: float, sid: str |
         record = ACCESS.makeRecord(ACCESS.name, logging.INFO, "(access)", 0, fields, (), None,
                                    extra={"fields": fields, **carried})
     deliver(ACCESS, record)
+
+
+def _text_line(stamp: Callable[[float], str], now: float, event: str, game: str | None,
+               result: str, seconds: float, more: dict[str, Any]) -> str:
+    """The access line in the text format, as TextFormatter makes it of an AccessRecord."""
+    fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
+    return f"{stamp(now)} INFO {ACCESS.name} {fields}\n"
 
 
 class AccessRecord(Record):
