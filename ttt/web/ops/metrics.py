@@ -143,10 +143,11 @@ class Metrics:
                               "(ok or the refusal's code).", ["event", "result"], registry=r)
         self.latency = _Timings("ttt_event_seconds", "Time to answer one event.", ["event"],
                                  buckets=LATENCY_BUCKETS, registry=r)
-        self.started = Counter("ttt_games_started", "Games this process created.",
-                               ["mode", "variant"], registry=r)
-        self.finished = Counter("ttt_games_finished", "Games that ended by a change this "
-                                "process made.", ["mode", "variant"], registry=r)
+        # Counted on every new game and every game's end: batched as the events are.
+        self.started = _Labelled("ttt_games_started", "Games this process created.",
+                                 ["mode", "variant"], registry=r)
+        self.finished = _Labelled("ttt_games_finished", "Games that ended by a change this "
+                                  "process made.", ["mode", "variant"], registry=r)
         self.store_errors = Counter("ttt_store_errors", "Store calls that failed (store "
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
