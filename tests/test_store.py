@@ -117,20 +117,28 @@ def test_current_game_is_remembered_per_player(store):
     assert store.current("alice") == "g" * 22 and store.current("bob") == "h" * 22
 
 
-def test_profile_reads_the_name_the_current_game_and_the_record_together(store):
-    """One read for what a new game needs (issue 28): the same as `name`, `current` and
-    `record`."""
-    assert store.profile("alice") == (None, None, empty_record())
+def test_profile_reads_the_name_the_current_game_the_record_and_the_live_games(store):
+    """One read for what a new game needs (issue 28): the same as `name`, `current`,
+    `record` and `live_games`."""
+    assert store.profile("alice") == (None, None, empty_record(), [])
     store.set_current("alice", "g" * 22)
-    assert store.profile("alice") == (None, "g" * 22, empty_record())
+    assert store.profile("alice") == (None, "g" * 22, empty_record(), [])
     store.set_name("alice", "Ana")
     store.set_name("bob", "Ben")
     match = win_for_x(store)
+    assert store.profile("alice").live == [match.id]
     store.update(match.id, credited(lambda m: play(m, "alice", 2, NOW)))
     assert store.record("alice")["easy"]["wins"] == 1
-    assert store.profile("alice") == ("Ana", "g" * 22, store.record("alice")) == (
-        store.name("alice"), store.current("alice"), store.record("alice"))
-    assert store.profile("bob") == ("Ben", None, empty_record())
+    friends = take_seat(create("friend", "bob", NOW, you="O"), "alice", NOW)
+    local = create("local", "alice", NOW)
+    store.create(friends)
+    store.create(local)
+    profile = store.profile("alice")
+    assert profile == ("Ana", "g" * 22, store.record("alice"), store.live_games("alice")) == (
+        store.name("alice"), store.current("alice"), store.record("alice"),
+        sorted([friends.id, local.id]))
+    assert profile.live == sorted([friends.id, local.id])
+    assert store.profile("bob") == ("Ben", None, empty_record(), [friends.id])
 
 
 def test_purge_drops_finished_and_abandoned_games_but_keeps_live_ones(store):

@@ -302,15 +302,15 @@ class Table:
         clock = choice(payload, "clock", (None, *CLOCKS))
         moves = moves_of(payload, rules.cells)
         player = self._player(sid)
-        # The name, the current game and the record in one read (issue 28).
-        name, current, record = self.store.profile(player)
+        # The name, the current game, the record and the live games in one read (issue 28).
+        name, current, record, live = self.store.profile(player)
         leaving = self._leaving(payload, current)
         conn = self.presence.connection(sid)
         if level is not None:
             self._room_for_ai(variant, level, conn.address)
         self._take_creation(player, conn.address, new=True)
         if mode == "friend":
-            self._room_for_unjoined(player, conn.address)
+            self._room_for_unjoined(player, conn.address, live)
         name = name if mode != "local" else None
         # Outside any transaction: even a slow AI may play its opening move here.
         match = create(mode, player, self.clock(), you=you, level=level, rng=self.rng,
@@ -318,7 +318,7 @@ class Table:
                        variant=variant, think=rules.instant_ai)
         with self._capped():
             self.store.create(match, self._caps())
-        abandoned = self._abandon_local(player, keep=match.id)  # before the games left's views
+        abandoned = self._abandon_local(player, live)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
         left, left_pushes = self._leave_ai(player, leaving)
@@ -404,13 +404,14 @@ class Table:
         raise Crowded(f"the AI is at capacity: no new {level} games for now"
                       + (f" (try {' or '.join(available)})" if available else ""), available)
 
-    def _abandon_local(self, player: str, keep: str) -> list[Push]:
-        """End the player's other unfinished pass-and-play games: a new game takes their
-        screen, and nobody else can ever finish them (they would count against the caps for
-        30 days). After the new game is made, so a refused new game changes nothing."""
+    def _abandon_local(self, player: str, live: list[str]) -> list[Push]:
+        """End the player's other unfinished pass-and-play games (`live`: their unfinished
+        games as read before the new one was made): a new game takes their screen, and
+        nobody else can ever finish them (they would count against the caps for 30 days).
+        After the new game is made, so a refused new game changes nothing."""
         pushes: list[Push] = []
-        for game_id in self.store.live_games(player):
-            match = self.store.get(game_id) if game_id != keep else None
+        for game_id in live:
+            match = self.store.get(game_id)
             if match is None or match.mode != "local" or match.is_over:
                 continue
             changed = self.store.update(game_id, lambda m: abandon(m, self.clock()))
@@ -537,15 +538,15 @@ class Table:
             raise MatchError("rate_limited", "too many new games from your address (a shared "
                              "network): wait a moment")
 
-    def _room_for_unjoined(self, player: str, address: str) -> None:
+    def _room_for_unjoined(self, player: str, address: str, live: list[str]) -> None:
         """A friend game waits for its friend on a small allowance: the person's few open
         links, then the address's; so strangers cannot fill the site with games nobody plays
-        (the global cap is left to games people join)."""
+        (the global cap is left to games people join). `live`: the player's unfinished games."""
         limits = self.limits
         if limits.creations_per_minute <= 0:
             return
         waiting = 0
-        for game_id in self.store.live_games(player)[: limits.live_per_player]:
+        for game_id in live[: limits.live_per_player]:
             match = self.store.get(game_id)
             if (match is not None and match.mode == "friend" and not match.is_over
                     and None in match.seats.values()):

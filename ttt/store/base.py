@@ -19,6 +19,15 @@ OUTCOMES = ("wins", "draws", "losses")
 KINDS: tuple[tuple[str, str], ...] = tuple((m, v) for m in MODES for v in VARIANTS)
 
 
+
+class Profile(NamedTuple):
+    """A player as a new game reads them (Store.profile)."""
+
+    name: str | None
+    current: str | None
+    record: dict[str, dict[str, int]]
+    live: list[str]  # the ids of their unfinished games, sorted
+
 class Update(NamedTuple):
     """What a change writes: the match, and what goes with it in the same transaction."""
 
@@ -106,9 +115,9 @@ class ProfileStore(Protocol):
     def name(self, player_id: str) -> str | None:
         """The player's display name."""
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
-        """(name, current game, record) in one read: a new game needs all three (issue
-        28); the record as `record` gives it."""
+    def profile(self, player_id: str) -> Profile:
+        """What a new game reads of its player, in one read (issue 28): the name, the current
+        game, the record (as `record` gives it) and the live games (as `live_games`)."""
 
     def set_name(self, player_id: str, name: str) -> None:
         """Keep the player's display name."""

@@ -13,6 +13,7 @@ from ttt.store.base import (
     Caps,
     Change,
     Credit,
+    Profile,
     add_credits,
     as_update,
     by_kind,
@@ -99,11 +100,13 @@ class MemoryStore:
         with self._lock:
             return self._names.get(player_id)
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
+    def profile(self, player_id: str) -> Profile:
         with self._lock:
             found = self._records.get(player_id)
-            return (self._names.get(player_id), self._current.get(player_id),
-                    {k: dict(v) for k, v in (found or empty_record()).items()})
+            live = sorted(gid for gid, m in self._games.items()
+                          if not m.is_over and player_id in m.seats.values())
+            return Profile(self._names.get(player_id), self._current.get(player_id),
+                           {k: dict(v) for k, v in (found or empty_record()).items()}, live)
 
     def set_name(self, player_id: str, name: str) -> None:
         with self._lock:

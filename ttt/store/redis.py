@@ -34,6 +34,7 @@ from ttt.store.base import (
     Caps,
     Change,
     Credit,
+    Profile,
     StoreUnavailable,
     as_update,
     empty_record,
@@ -331,9 +332,13 @@ class RedisStore:
         return self.redis.hget(player_key(player_id), "name")
 
     @unavailable_on_redis_errors
-    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
-        fields = self.redis.hgetall(player_key(player_id))  # the record is in the same hash
-        return fields.get("name"), fields.get("current"), _record_of(fields)
+    def profile(self, player_id: str) -> Profile:
+        pipe = self.redis.pipeline(transaction=False)  # one round trip
+        pipe.hgetall(player_key(player_id))  # the record is in the same hash
+        pipe.zrange(live_of(player_id), 0, -1)
+        fields, live = pipe.execute()
+        return Profile(fields.get("name"), fields.get("current"), _record_of(fields),
+                       sorted(live))
 
     @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:

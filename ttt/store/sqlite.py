@@ -27,6 +27,7 @@ from ttt.store.base import (
     Caps,
     Change,
     Credit,
+    Profile,
     StoreUnavailable,
     Update,
     add_credits,
@@ -41,6 +42,12 @@ from ttt.store.sqlite_schema import migrate
 CACHED_GAMES = 4096
 LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
            "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
+# Everything a new game reads of its player, in one statement (one row, even for a player
+# with no row yet): name, current game, record, live games (ids never hold a space).
+PROFILE = ("SELECT (SELECT name FROM players WHERE id = :p), "
+           "(SELECT current FROM players WHERE id = :p), "
+           "(SELECT record FROM players WHERE id = :p), "
+           f"(SELECT group_concat(id, ' ') FROM ({LIVE_OF}))")
 # Read from the covering partial index games_live_kind alone: no game row is visited.
 LIVE_BY_KIND = ("SELECT mode, variant, COUNT(*) FROM games WHERE live = 1 "
                 "GROUP BY mode, variant")
@@ -332,11 +339,10 @@ class SqliteStore:
             row = conn.execute("SELECT name FROM players WHERE id = ?", (player_id,)).fetchone()
         return row[0] if row else None
 
-    def profile(self, player_id: str) -> tuple[str | None, str | None, dict[str, dict[str, int]]]:
+    def profile(self, player_id: str) -> Profile:
         with self._conn() as conn:
-            row = conn.execute("SELECT name, current, record FROM players WHERE id = ?",
-                               (player_id,)).fetchone()
-        return (row[0], row[1], _record_of(row[2])) if row else (None, None, empty_record())
+            name, current, record, live = conn.execute(PROFILE, {"p": player_id}).fetchone()
+        return Profile(name, current, _record_of(record), sorted(live.split()) if live else [])
 
     def set_name(self, player_id: str, name: str) -> None:
         with self._conn() as conn:
