@@ -208,8 +208,9 @@ class Match:
     def but(self, **changes: Any) -> Match:
         """A copy with these fields changed: `dataclasses.replace`, made directly. A frozen
         dataclass's `__init__` sets its 22 fields one `object.__setattr__` at a time, and
-        `replace` reads every field first: together a fifth of a move's own work (issue 28).
-        What `once` worked out is not copied: it belongs to the old fields."""
+        `replace` reads every field first: 16.6 µs a copy against 3.4 here, two or three
+        copies a move (issue 28). What `once` worked out is not copied: it belongs to the
+        old fields."""
         if not _FIELD_SET.issuperset(changes):
             raise TypeError(f"Match has no field {sorted(set(changes) - _FIELD_SET)[0]!r}")
         copy = object.__new__(Match)

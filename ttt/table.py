@@ -318,7 +318,7 @@ class Table:
                        variant=variant, think=rules.instant_ai)
         with self._capped():
             self.store.create(match, self._caps())
-        abandoned = self._abandon_local(player, live)  # before the games left's views
+        abandoned = self._abandon_local(live)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
         left, left_pushes = self._leave_ai(player, leaving)
@@ -404,7 +404,7 @@ class Table:
         raise Crowded(f"the AI is at capacity: no new {level} games for now"
                       + (f" (try {' or '.join(available)})" if available else ""), available)
 
-    def _abandon_local(self, player: str, live: list[str]) -> list[Push]:
+    def _abandon_local(self, live: list[str]) -> list[Push]:
         """End the player's other unfinished pass-and-play games (`live`: their unfinished
         games as read before the new one was made): a new game takes their screen, and
         nobody else can ever finish them (they would count against the caps for 30 days).

@@ -19,7 +19,6 @@ OUTCOMES = ("wins", "draws", "losses")
 KINDS: tuple[tuple[str, str], ...] = tuple((m, v) for m in MODES for v in VARIANTS)
 
 
-
 class Profile(NamedTuple):
     """A player as a new game reads them (Store.profile)."""
 
@@ -27,6 +26,7 @@ class Profile(NamedTuple):
     current: str | None
     record: dict[str, dict[str, int]]
     live: list[str]  # the ids of their unfinished games, sorted
+
 
 class Update(NamedTuple):
     """What a change writes: the match, and what goes with it in the same transaction."""

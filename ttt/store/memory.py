@@ -84,8 +84,12 @@ class MemoryStore:
 
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
         with self._lock:
-            found = self._records.get(player_id)
-            return {k: dict(v) for k, v in (found or empty_record()).items()}
+            return self._record(player_id)
+
+    def _record(self, player_id: str) -> dict[str, dict[str, int]]:
+        """A copy of the player's record (the lock is held)."""
+        found = self._records.get(player_id)
+        return {k: dict(v) for k, v in (found or empty_record()).items()}
 
     def current(self, player_id: str) -> str | None:
         with self._lock:
@@ -102,11 +106,8 @@ class MemoryStore:
 
     def profile(self, player_id: str) -> Profile:
         with self._lock:
-            found = self._records.get(player_id)
-            live = sorted(gid for gid, m in self._games.items()
-                          if not m.is_over and player_id in m.seats.values())
             return Profile(self._names.get(player_id), self._current.get(player_id),
-                           {k: dict(v) for k, v in (found or empty_record()).items()}, live)
+                           self._record(player_id), self._live(player_id))
 
     def set_name(self, player_id: str, name: str) -> None:
         with self._lock:
@@ -115,8 +116,12 @@ class MemoryStore:
 
     def live_games(self, player_id: str) -> list[str]:
         with self._lock:
-            return sorted(gid for gid, m in self._games.items()
-                          if not m.is_over and player_id in m.seats.values())
+            return self._live(player_id)
+
+    def _live(self, player_id: str) -> list[str]:
+        """The player's unfinished games, sorted (the lock is held)."""
+        return sorted(gid for gid, m in self._games.items()
+                      if not m.is_over and player_id in m.seats.values())
 
     def live_ids(self) -> list[str]:
         with self._lock:

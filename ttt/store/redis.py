@@ -114,7 +114,6 @@ def _body(match: Match) -> str:
     return codec.encode(match)
 
 
-
 def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
     """A player's record from the fields of their hash (`level:outcome` counts)."""
     record = empty_record()

@@ -63,7 +63,6 @@ PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
 PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
 
 
-
 def _record_of(text: str | None) -> dict[str, dict[str, int]]:
     """A player's stored record (levels added since it was written read as no games)."""
     return {**empty_record(), **codec.loads(text)} if text else empty_record()
