@@ -14,7 +14,7 @@ def quick_claims(tmp_path_factory):
     """A real server whose absent players may be claimed against after 2 s, not 60."""
     log = tmp_path_factory.mktemp("friends") / "server.log"
     server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "friends-test",
-                     "TTT_CLAIM_AFTER": "2"}, log=log).start()
+                     "TTT_CLAIM_AFTER": "2", "TTT_BLIP": "0.5"}, log=log).start()
     made: list[Remote] = []
     yield lambda: made.append(Remote(server.url)) or made[-1]
     close_all(made)  # in parallel: each close waits for a close frame
@@ -90,17 +90,20 @@ def test_a_seat_survives_reload_and_presence_is_pushed(remotes, live_server):
     game = alice.call("new_game", {"mode": "friend", "you": "O"})["game"]
     assert bob.call("join", {"game": game["id"]})["you"] == "X"
     alice.wait_for("game", lambda g: g["online"]["X"])
+    assert bob.call("move", {"game": game["id"], "cell": 4})["ok"]
+    assert alice.call("move", {"game": game["id"], "cell": 0})["ok"]  # both moved (v5)
     bob.sio.disconnect()
     started = time.monotonic()
-    away = alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}, timeout=2)
-    assert time.monotonic() - started < 2
+    # Told once the blip (5 s) is over, not before: a short absence is not news (v5).
+    away = alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}, timeout=10)
+    assert time.monotonic() - started >= 4.5
     assert 55 < away["claimable_in"] <= 60 and "claim" not in away["can"]
     assert alice.call("claim", {"game": game["id"]})["error"]["code"] == "not_allowed"
     back = Remote(live_server, cookie=bob.cookie)  # the same player, reloaded
     assert back.call("join", {})["you"] == "X"
     here = alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True}, timeout=2)
     assert here["claimable_in"] is None
-    assert back.call("move", {"game": game["id"], "cell": 4})["ok"]
+    assert back.call("move", {"game": game["id"], "cell": 8})["ok"]
     back.close()
 
 
@@ -114,7 +117,9 @@ def friends(player):
 
 def test_dead_end_one_the_friend_leaves_on_their_own_turn_and_is_claimed(quick_claims):
     ana, ben, gid = friends(quick_claims)
-    assert ana.call("move", {"game": gid, "cell": 4})["ok"]  # Ben's turn now
+    assert ana.call("move", {"game": gid, "cell": 4})["ok"]
+    assert ben.call("move", {"game": gid, "cell": 0})["ok"]  # both moved: claimable (v5)
+    assert ana.call("move", {"game": gid, "cell": 8})["ok"]  # Ben's turn now
     ben.sio.disconnect()
     away = ana.wait_for("game", lambda g: not g["online"]["O"])
     assert away["turn"] == "O" and 0 < away["claimable_in"] <= 2
@@ -126,6 +131,8 @@ def test_dead_end_one_the_friend_leaves_on_their_own_turn_and_is_claimed(quick_c
 
 def test_dead_end_two_leaving_mid_game_for_a_new_one_lets_the_friend_claim(quick_claims):
     ana, ben, gid = friends(quick_claims)
+    assert ana.call("move", {"game": gid, "cell": 4})["ok"]
+    assert ben.call("move", {"game": gid, "cell": 0})["ok"]  # both moved: claimable (v5)
     assert ben.call("new_game", {"mode": "ai", "you": "X", "level": "easy"})["ok"]
     ana.wait_for("game", lambda g: not g["online"]["O"])
     ana.wait_until("join", {"game": gid}, lambda a: "claim" in a["game"]["can"])

@@ -129,8 +129,10 @@ def test_refusals_are_answers_with_codes(table):
 @pytest.mark.parametrize("mover", ["X", "O"])
 def test_either_player_claims_after_sixty_seconds_away_whoever_is_on_move(table, clock, mover):
     ana, ben, gid = friends(table)
+    ana.ok("move", game=gid, cell=4)
+    ben.ok("move", game=gid, cell=0)  # both have moved: a claim can be (PROTOCOL v5)
     if mover == "O":
-        ana.ok("move", game=gid, cell=4)  # now Ben is on move, and Ben leaves
+        ana.ok("move", game=gid, cell=8)  # now Ben is on move, and Ben leaves
     reply = ben.leave()
     view = pushed(reply, room(gid, "X"))
     assert view["online"]["O"] is False and view["claimable_in"] == 60.0
@@ -153,9 +155,10 @@ def test_a_seat_never_seen_counts_away_from_when_it_was_taken_not_from_the_start
     clock.now += 3600
     started = ben.ok("rematch", game=gid).answer
     new = started["game"]["id"]
-    # Ana has not followed yet: her new seat was taken just now, not an hour ago.
+    # Ana has not followed yet: her new seat was taken just now, not an hour ago; and nobody
+    # has moved in the new game, so there is no claim at all, only an abort (PROTOCOL v5).
     assert ben.code("claim", game=new) == "not_allowed"
-    assert started["game"]["claimable_in"] == 60.0
+    assert started["game"]["claimable_in"] is None and "abort" in started["game"]["can"]
 
 
 def test_claim_is_refused_while_the_friend_is_online_or_never_came(table):
@@ -682,7 +685,10 @@ def test_an_absent_friend_never_wins_on_the_clock_of_the_player_on_move(table, c
     assert mine["legal"] and mine["status"] == "playing"
     moved = ana.ok("move", game=gid, cell=8).answer["game"]
     assert moved["turn"] == "O" and moved["time_left"] == seconds
-    assert moved["claimable_in"] == table.limits.claim_after - (seconds - 1)
+    # PROTOCOL v5: no claim offered when the absent side's own clock ends the game first.
+    wait = table.limits.claim_after - (seconds - 1)
+    assert moved["claimable_in"] == (wait if wait < seconds else None)
+    assert ("claim" in moved["can"]) is False
     clock.now += seconds
     views = {p.room: p.body() for p in table.tick()}
     ended = views[room(gid, "X")]

@@ -46,6 +46,8 @@ def claim(match: Match, player_id: str, claimable_in: float | None, now: float) 
     role = checked(match, player_id)
     if match.mode != "friend":
         raise MatchError("not_allowed", N_("only a game against a friend can be claimed"))
+    if match.opening:  # PROTOCOL v5: a game nobody has both moved in is called off, not won
+        raise MatchError("not_allowed", N_("no win before both sides have moved: abort instead"))
     if claimable_in is None or claimable_in > 0:
         raise MatchError("not_allowed", N_("your friend has not been away long enough"))
     return match.changed(now, finish=ending(Termination.CLAIM, role), deadline=None)  # type: ignore[arg-type]

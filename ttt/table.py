@@ -169,8 +169,19 @@ class Table:
         return self.clocks.resume_clocks()
 
     def tick(self) -> list[Push]:
-        """End the timed games whose clock ran out; the pushes that says so."""
-        return self.clocks.tick()
+        """End the timed games whose clock ran out, and tell the absences that outlasted a
+        blip (PROTOCOL v5); the pushes that say so."""
+        return self.clocks.tick() + self.departures()
+
+    def departures(self) -> list[Push]:
+        """The games whose seat has stayed empty past the blip: their views, now it is news."""
+        due = getattr(self.presence, "due", None)
+        pushes: list[Push] = []
+        for game_id in due() if due is not None else ():
+            match = self._sighted(self.store.get(game_id))
+            if match is not None:
+                pushes += self.views.game_pushes(match)
+        return pushes
 
     @property
     def limiter(self) -> Limiter:

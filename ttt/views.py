@@ -46,9 +46,11 @@ class Views:
 
     def claimable_in(self, match: Match, role: str,
                      online: dict[str, bool] | None = None) -> float | None:
-        """Seconds until `role` may claim `match`; None when the opponent is here or unseated.
+        """Seconds until `role` may claim `match`; None when there is no claim to wait for: the
+        opponent is here or unseated, has not moved yet (PROTOCOL v5: the game is called off
+        then, never claimed), or is on move with a clock that ends the game first.
         `online`: the game's presence if the caller has just read it."""
-        if match.mode != "friend" or match.is_over or role not in SIDES:
+        if match.mode != "friend" or match.is_over or role not in SIDES or match.opening:
             return None
         opponent = other(role)
         if online is None:
@@ -62,7 +64,12 @@ class Views:
                     match.seen.get(opponent) or 0.0,
                     match.seated.get(opponent) or match.created,
                     getattr(self.presence, "started", 0.0))
-        return max(0.0, self.limits.claim_after - (self.clock() - since))
+        now = self.clock()
+        wait = max(0.0, self.limits.claim_after - (now - since))
+        left = match.seconds_left(now) if match.turn == opponent else None
+        if left is not None and left <= wait:  # the absent side's own clock ends it first
+            return None
+        return wait
 
     def view(self, match: Match, role: str) -> dict[str, Any]:
         """The Game as a receiver in `role` sees it."""

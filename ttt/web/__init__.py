@@ -70,7 +70,7 @@ def _init_presence(app: Flask) -> None:
         RedisSeats(shared) if shared else MemorySeats(),
         max_connections=app.config["TTT_MAX_CONNECTIONS"],
         per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
-        limiter=open_limiter(shared))
+        limiter=open_limiter(shared), blip=float(app.config["TTT_BLIP"]))
 
 
 def _init_table(app: Flask) -> None:

@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_UNJOINED_PER_PLAYER=10,        # friend links waiting for a friend, per person
     TTT_UNJOINED_PER_ADDRESS=60,       # such links made per half hour from one address
     TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
+    TTT_BLIP=5.0,                      # a seat gone for less is not announced (PROTOCOL v5)
     TTT_TRUSTED_PROXIES="",            # addresses whose X-Forwarded-For is believed
     TTT_UNTOUCHED_TTL=1800,            # a game nobody moved in or joined (a link unshared)
     TTT_TICK=0.25,                     # how often timed games are checked
@@ -125,8 +126,8 @@ def _env_config() -> dict[str, Any]:
             config[key] = env[key]
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
-    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS",
-                "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER"):
+    for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_BLIP", "TTT_CREATE_RATE",
+                "TTT_BOT_MOVE_SECONDS", "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",

@@ -69,29 +69,33 @@ def register(socketio: SocketIO, table: Table, config: Any,
         conn = table.presence.connection(sid)
         return v3_answer(answer) if conn is not None and conn.protocol >= 3 else answer
 
+    def run(name: str, sid: str, payload: Any) -> dict:
+        """One event of a connection, through the table: its pushes sent, its answer made."""
+        if not table.presence.take_token(sid, config["TTT_RATE_LIMIT"]):
+            return refusal("rate_limited", "slow down")
+        step = functools.partial(table.handle, name, sid, payload)
+        while True:
+            try:
+                reply = step()
+            except StoreUnavailable:
+                return refusal("unavailable", "the game store is unavailable; retrying")
+            except Exception:  # a bug: say so once in the log, never drop the connection
+                log.exception("event %s failed", name)
+                unhandled(name)
+                return refusal("internal", "something went wrong on the server")
+            if reply.show:
+                _show(server, sid, reply.show)
+            emit_all(socketio, reply.pushes, sid)
+            if reply.then is None:
+                return versioned(sid, reply.answer)
+            step = reply.then  # e.g. the AI thinks: the pushes above show the move first
+
     def adapter(name: str):
         # Registered on python-socketio itself, not through Flask-SocketIO: a game event needs
         # no Flask request context or session copy (the player is known by the sid since the
         # connect), and building them was a noticeable part of each event's server time.
         def handler(sid: str, payload: Any = None, *_: Any) -> dict:
-            if not table.presence.take_token(sid, config["TTT_RATE_LIMIT"]):
-                return refusal("rate_limited", "slow down")
-            step = functools.partial(table.handle, name, sid, payload)
-            while True:
-                try:
-                    reply = step()
-                except StoreUnavailable:
-                    return refusal("unavailable", "the game store is unavailable; retrying")
-                except Exception:  # a bug: say so once in the log, never drop the connection
-                    log.exception("event %s failed", name)
-                    unhandled(name)
-                    return refusal("internal", "something went wrong on the server")
-                if reply.show:
-                    _show(server, sid, reply.show)
-                emit_all(socketio, reply.pushes, sid)
-                if reply.then is None:
-                    return versioned(sid, reply.answer)
-                step = reply.then  # e.g. the AI thinks: the pushes above show the move first
+            return run(name, sid, payload)
 
         return handler
 
@@ -100,11 +104,12 @@ def register(socketio: SocketIO, table: Table, config: Any,
         server.on(name, watch(name, handler) if watch else handler, namespace="/")
     # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
     table.publish = functools.partial(emit_all, socketio)
-    _register_connections(socketio, table)
+    _register_connections(socketio, table, functools.partial(run, "join"))
 
 
-def _register_connections(socketio: SocketIO, table: Table) -> None:
-    """The connect and disconnect handlers.
+def _register_connections(socketio: SocketIO, table: Table,
+                          join: Callable[[str, Any], dict]) -> None:
+    """The connect and disconnect handlers (`join(sid, payload)`: the join event, answered).
 
     python-socketio does not reserve the names "connect" and "disconnect": a client can emit
     events so named and reach these handlers. Each checks that the call is the real one, so
@@ -125,8 +130,17 @@ def _register_connections(socketio: SocketIO, table: Table) -> None:
             refused_connection("player")
             return False  # too many tabs of this player (or addresses)
         join_room(player_room(player))
-        if isinstance(auth, dict) and auth.get("protocol") == 3:  # `auth: {"protocol": 3}`
-            table.presence.connection(request.sid).protocol = 3
+        protocol = auth.get("protocol") if isinstance(auth, dict) else None
+        if protocol in (3, 5):  # `auth: {"protocol": 3}` or 5; any other: version 2 answers
+            table.presence.connection(request.sid).protocol = protocol
+        if protocol == 5 and "game" in auth:
+            # The join rides the connect (PROTOCOL v5): the answer `join` would give, sent
+            # before the connect's own packet (a client keeps events until it is connected),
+            # to this connection only, never through the queue (it is here).
+            game = auth["game"]
+            answer = join(request.sid, {} if game is None else {"game": game})
+            socketio.server.emit("joined", answer, to=request.sid, namespace="/",
+                                 ignore_queue=True)
         return True
 
     @socketio.on("disconnect")

@@ -59,16 +59,24 @@ class MemorySeats:
     def add(self, game: str, mark: str, sid: str) -> None:
         self._held.setdefault((game, mark), set()).add(sid)
 
-    def remove(self, game: str, mark: str, sid: str) -> None:
+    def remove(self, game: str, mark: str, sid: str, grace: float = 0.0) -> None:
+        """`sid` leaves the seat; with `grace`, the seat reads online that much longer (its
+        departure is dated then: a blip is no departure)."""
         holders = self._held.get((game, mark), set())
         holders.discard(sid)
         if not holders:
             self._held.pop((game, mark), None)
             if mark != WATCH:
-                self._left[(game, mark)] = self._clock()
+                self._left[(game, mark)] = self._clock() + grace
+
+    def _staying(self, key: tuple[str, str]) -> bool:
+        """Whether a seat left so recently that it still counts as here (a blip)."""
+        left = self._left.get(key)
+        return left is not None and left > self._clock()
 
     def online(self, game: str) -> dict[str, bool]:
-        return {mark: bool(self._held.get((game, mark))) for mark in ("X", "O")}
+        return {mark: bool(self._held.get((game, mark))) or self._staying((game, mark))
+                for mark in ("X", "O")}
 
     def watchers(self, game: str) -> int:
         return len(self._held.get((game, WATCH), ()))
@@ -76,11 +84,13 @@ class MemorySeats:
     def present(self, game: str) -> tuple[dict[str, bool], int]:
         """`online` and `watchers` together (what a view reads), in one go."""
         held = self._held
-        return ({"X": bool(held.get((game, "X"))), "O": bool(held.get((game, "O")))},
+        return ({"X": bool(held.get((game, "X"))) or self._staying((game, "X")),
+                 "O": bool(held.get((game, "O"))) or self._staying((game, "O"))},
                 len(held.get((game, WATCH), ())))
 
     def last_seen(self, game: str, mark: str) -> float | None:
-        return self._left.get((game, mark))
+        left = self._left.get((game, mark))
+        return None if left is None else min(left, self._clock())
 
     def renew(self, held: list[tuple[str, str, str]]) -> None:
         """Nothing to renew (a process's memory dies with its connections); forget old news."""
@@ -102,10 +112,11 @@ class RedisSeats:
         return f"ttt:seen:{game}:{mark}"
 
     @unavailable_on_redis_errors
-    def _set(self, entries: list[tuple[str, str, str]], score: float) -> None:
+    def _set(self, entries: list[tuple[str, str, str]], score: float,
+             leaving: bool = False) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for game, mark, sid in entries:
-            if mark == WATCH and score <= self._clock():
+            if mark == WATCH and leaving:
                 pipe.zrem(self._key(game, mark), sid)  # a departed watcher is no news
             else:
                 pipe.zadd(self._key(game, mark), {sid: score})
@@ -115,8 +126,9 @@ class RedisSeats:
     def add(self, game: str, mark: str, sid: str) -> None:
         self._set([(game, mark, sid)], self._clock() + LEASE_SECONDS)
 
-    def remove(self, game: str, mark: str, sid: str) -> None:
-        self._set([(game, mark, sid)], self._clock())
+    def remove(self, game: str, mark: str, sid: str, grace: float = 0.0) -> None:
+        """The lease ends now, or `grace` seconds from now (a blip is no departure)."""
+        self._set([(game, mark, sid)], self._clock() + grace, leaving=True)
 
     @unavailable_on_redis_errors
     def online(self, game: str) -> dict[str, bool]:
@@ -157,7 +169,7 @@ class Presence:
 
     def __init__(self, seats: MemorySeats | RedisSeats | None = None, clock=time.time,
                  max_connections: int = 8, per_address: int = 200,
-                 limiter: Limiter | None = None) -> None:
+                 limiter: Limiter | None = None, blip: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._conns: dict[str, Connection] = {}
@@ -166,6 +178,10 @@ class Presence:
         self.limiter = limiter or MemoryLimiter(clock)
         self.started = clock()  # absence is never counted from before this process saw it
         self.seats = seats or MemorySeats(clock)
+        # A connection lost for less than `blip` seconds is no departure (PROTOCOL v5): its
+        # seats read online that long, and the departure is told (`due`) only after it.
+        self.blip = blip
+        self._due: dict[tuple[str, str], float] = {}  # (game, seat) -> when to tell its absence
 
     def connect(self, sid: str, player: str, burst: float = 0, address: str = "",
                 origin: str | None = None) -> bool:
@@ -220,19 +236,35 @@ class Presence:
                 return []
             for key, holder in self._slots(sid, conn):
                 self.limiter.release(key, holder)
-            return self._leave(sid, conn)
+            if self.blip > 0 and conn.game:
+                told = self._clock() + self.blip
+                for mark in conn.seats:
+                    if mark != WATCH:
+                        self._due[(conn.game, mark)] = told
+            return self._leave(sid, conn, self.blip)
+
+    def due(self) -> list[str]:
+        """The games with a seat whose blip ran out still empty: their absence is news now."""
+        now = self._clock()
+        with self._lock:
+            ripe = [key for key, told in self._due.items() if told <= now]
+            for key in ripe:
+                del self._due[key]
+        games = {game for game, _ in ripe}
+        return sorted(game for game in games
+                      if not all(self.seats.online(game)[mark] for g, mark in ripe if g == game))
 
     def _snapshot(self, game: str) -> tuple:
         return (self.seats.online(game), self.seats.watchers(game))
 
-    def _leave(self, sid: str, conn: Connection) -> list[str]:
+    def _leave(self, sid: str, conn: Connection, grace: float = 0.0) -> list[str]:
         if not conn.game or not conn.seats:
             conn.game, conn.role, conn.seats = None, None, ()
             return []
         game = conn.game
         before = self._snapshot(game)
         for mark in conn.seats:
-            self.seats.remove(game, mark, sid)
+            self.seats.remove(game, mark, sid, grace)
         conn.game, conn.role, conn.seats = None, None, ()
         return [game] if self._snapshot(game) != before else []
 
