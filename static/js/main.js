@@ -169,4 +169,6 @@ const server = connect({
   onRecord: (record) => session.recorded(record),
   onRematch: (push) => session.rematched(push),
   onReaction: (push) => session.reacted(push),
+  onJoined: (answer) => session.joined(answer),
+  joining: () => session.joining(),
 });

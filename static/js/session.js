@@ -68,6 +68,7 @@ export function createSession(parts, { call: send, app, calm }) {
     starts: 0,           // new games asked for: only the newest one's answer is shown
     early: new Map(),    // id -> the newest push of a game not on screen yet (see enter)
     restored: false,     // the game on screen is this device's last one, read only (restore)
+    riding: null,        // {id, answer}: the join the last connect carried (PROTOCOL v5)
     urlGame: app.dataset.gameId || null,
   };
   const call = createCaller(send, { status, rejoin: () => join(currentId()) });
@@ -158,7 +159,11 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /** Join game `id` (or this player's current one); true once its view is on screen. */
   async function join(id, { was = null } = {}) {
-    const answer = await call("join", id ? { game: id } : {});
+    return settle(id, await call("join", id ? { game: id } : {}), { was });
+  }
+
+  /** The answer of a join of game `id` (sent, or ridden on the connect): shown. */
+  async function settle(id, answer, { was = null } = {}) {
     if (!answer.ok) return joinRefused(id, answer);
     const { game } = answer;
     // A rematch started while we were away and its push was lost. A player is in it only if
@@ -284,10 +289,28 @@ export function createSession(parts, { call: send, app, calm }) {
     },
 
     // Transport events.
+    /** The game the next connect asks for (null: this player's current one). */
+    joining() {
+      const id = currentId() ?? null;
+      state.riding = { id, answer: null };
+      return id;
+    },
+
+    /** The join answer the connect carried: it arrives just before `connected`. */
+    joined(answer) {
+      if (state.riding && !state.riding.answer) state.riding.answer = answer;
+    },
+
     async connected() {
       status.connection("up");
-      // Events sent while we were away are lost: the snapshot from join is the truth.
-      if (await join(currentId())) {
+      // Events sent while we were away are lost: the snapshot from join is the truth. The
+      // connect carried the join (no round trip more); a server that did not answer it, or
+      // refused it, is asked with a join as before.
+      const riding = state.riding;
+      state.riding = null;
+      const shown = riding?.answer?.ok
+        ? await settle(riding.id, riding.answer) : await join(currentId());
+      if (shown) {
         screen.inView();
         acts.sendHeld();
       }

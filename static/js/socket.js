@@ -12,13 +12,17 @@ function refusal(code) {
  * Connect to the server. Handlers are registered here, once: registering them
  * inside the connect callback would add them again on every reconnect.
  */
-export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction }) {
+export function connect({
+  onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction, onJoined, joining,
+}) {
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
-  // Protocol version 3: views may name a bot as {name, bot: true} (words.js reads both forms).
+  // Protocol version 5: views may name a bot as {name, bot: true} (words.js reads both forms),
+  // and the join rides the connect: `joining()` names the game (null: the last one), read on
+  // every connect and reconnect, and its answer comes as `joined` before `connect` fires.
   const socket = io({
     autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true,
-    auth: { protocol: 3 },
+    auth: (send) => send({ protocol: 5, game: joining() }),
   });
 
   socket.on("connect", () => onConnect());
@@ -31,6 +35,7 @@ export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, 
   socket.on("record", (record) => onRecord(record));
   socket.on("rematch", (push) => onRematch(push));
   socket.on("reaction", (push) => onReaction(push));
+  socket.on("joined", (answer) => onJoined(answer));
 
   /** Send an event and resolve with the server's answer; never rejects. */
   function call(event, payload, timeout = TIMEOUT_MS) {

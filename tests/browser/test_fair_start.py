@@ -1,0 +1,68 @@
+"""Fair before the first move, and the join that rides the connect, in the page (PROTOCOL v5,
+issue 42): A makes a link and closes the tab, B opens it and is offered Abort, never Claim."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_friend_page import host_friend_game, status
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+
+# Every Socket.IO event the page sends, by name (websocket frames "42[<id>]["name", ...]").
+SENT = r'^42\d*\["(\w+)"'
+
+
+def sent_events(page) -> list[str]:
+    events: list[str] = []
+
+    def frames(ws):
+        ws.on("framesent", lambda frame: events.extend(
+            re.findall(SENT, frame if isinstance(frame, str) else "")))
+
+    page.on("websocket", frames)
+    return events
+
+
+def test_a_link_whose_maker_left_offers_abort_never_claim(open_page, quick_server):
+    host, link = host_friend_game(open_page, "desktop", server=quick_server)
+    host.close()  # made the link, sent it, closed the tab: never moved
+    guest = open_page("phone", path=link, server=quick_server)
+    events = sent_events(guest)
+    abort, claim = guest.locator("#abort"), guest.locator("#claim")
+    # The maker's absence is told once the blip is over: the game can only be called off.
+    expect(status(guest)).to_have_text("Waiting for your friend", timeout=15_000)
+    expect(abort).to_be_visible()
+    expect(claim).to_be_hidden()
+    expect(guest.locator("#absence")).to_have_text("")
+    guest.screenshot(path="/tmp/i42-abort-phone.png")
+    # The claim delay here is 2 s: a fresh view long past it still offers no claim.
+    guest.reload()
+    expect(status(guest)).to_have_text("Waiting for your friend")
+    expect(abort).to_be_visible()
+    expect(claim).to_be_hidden()
+    abort.click()
+    guest.locator("#leave").get_by_role("button", name="Abort", exact=True).click()
+    expect(status(guest)).to_have_text("Game cancelled")
+    assert "claim" not in events
+
+
+def test_the_page_joins_on_the_connect_with_no_join_event(open_page, live_server):
+    host, link = host_friend_game(open_page, "desktop")
+    host.screenshot(path="/tmp/i42-host-desktop.png")
+    guest = open_page("phone", path="/", server=None)
+    events = sent_events(guest)
+    guest.goto(link)
+    expect(status(guest)).to_have_text("Your friend's turn")
+    expect(status(host)).to_have_text("Your turn")
+    assert "join" not in events  # the connect carried it (auth: {protocol: 5, game})
+    # A reload rejoins the same way, and the game goes on.
+    guest.reload()
+    expect(status(guest)).to_have_text("Your friend's turn")
+    host.locator("[data-cell='4']").click()
+    expect(status(guest)).to_have_text("Your turn")
+    assert "join" not in events, events
+    guest.screenshot(path="/tmp/i42-guest-phone.png")
