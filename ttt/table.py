@@ -446,6 +446,7 @@ class Table:
     def join(self, sid: str, payload: dict) -> Reply:
         player = self._player(sid)
         resumed = self.clocks.resume_if_stale()  # the views' time_left right after an outage
+        seated = False  # this join took a seat: the answer says so (the page tells the side)
         if "game" in payload:
             match = self._load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
@@ -458,6 +459,7 @@ class Table:
                 name = self.store.name(player)
                 _, match = self._update(match.id,
                                         lambda m: take_seat(m, player, self.clock(), name))
+                seated = match.role(player) != "spectator"
         else:
             current = self.store.current(player)
             match = self.store.get(current) if current else None
@@ -466,6 +468,8 @@ class Table:
                               "record": self.store.record(player)})
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
             reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player)
+        elif seated:
+            reply = self._enter(sid, match, player, seated=True)
         else:
             reply = self._enter(sid, match, player)
         reply.pushes[:0] = resumed

@@ -5,7 +5,8 @@ import { loadPreferences, recordKey } from "./controls.js";
 import { t } from "./squares.js";
 import { describeEnd, describeOfferChange, describePresence } from "./news.js";
 import {
-  describe, describeFirstMove, describeLastMove, describeStart, nameAt, opponentOf, sentences,
+  describe, describeAway, describeFirstMove, describeLastMove, describeStart, nameAt, opponentOf,
+  sentences,
 } from "./words.js";
 
 /** "You play O this time": a rematch swapped the side of a seated player, or "". */
@@ -60,6 +61,7 @@ export function createScreen(parts, { app }) {
   /** Render `game` everywhere. `extra`: {fresh, opening, link, record, following}. */
   function paint(game, { fresh, opening = false, link = null, record = null, following = null } = {}) {
     app.dataset.role = game.you ?? "";
+    app.dataset.mode = game.mode; // the record against the AI is no card of a friend game
     app.dataset.status = game.status;
     coach.paint(game, fresh);
     practice.hidden = !(game.start > 0);
@@ -83,18 +85,27 @@ export function createScreen(parts, { app }) {
    * line and to screen readers alike. `lead`: words to open with; `withdrawn`: this page took
    * its own offer back; `own`: the ending event this page sent itself.
    */
-  function tell(previous, game, { opening = false, lead = "", withdrawn = false, own = null } = {}) {
+  function tell(previous, game, {
+    opening = false, lead = "", withdrawn = false, own = null, seated = false, away = null,
+  } = {}) {
     const { you } = game;
     const moved = previous ? game.moves.length > previous.moves.length
       : opening && game.moves.length > 0;
+    // Back in a game (a reconnect, a reload): the moves made meanwhile, against the view shown
+    // before (this device's last, on a reload).
+    const missed = away ? game.moves.length - away.moves.length : 0;
+    const awayNews = missed > 0 ? describeAway(missed) : "";
     // A practice game opens on a position: say what it is rather than who moved last.
-    const lastMove = moved && !(opening && game.start > 0) ? describeLastMove(game, you) : "";
+    const lastMove = (moved || missed > 0) && !(opening && game.start > 0)
+      ? describeLastMove(game, you) : "";
     const presence = describePresence(previous, game, you);
     const offered = describeOfferChange(previous, game, you, { withdrawn });
     const ended = describeEnd(previous, game, you, { own });
-    const news = [lastMove, presence, offered, ended].filter(Boolean).join(" · ");
+    const news = [awayNews || lastMove, presence, offered, ended].filter(Boolean).join(" · ");
     // A watcher arriving is told whom it watches, however it came.
-    const start = !previous && (opening || you === "spectator") ? describeStart(game, you) : "";
+    // So is a friend who has just taken a seat through the link: the side they play.
+    const start = !previous && (opening || seated || you === "spectator")
+      ? describeStart(game, you) : "";
     const over = previous?.status === "playing" && game.status !== "playing";
     // A fair start's window, once opened (a join, the other's first move), holds the news line
     // (the board shows the move, the banner the join; both are read out below).
@@ -116,9 +127,9 @@ export function createScreen(parts, { app }) {
     if (other && previous?.online?.[other] && game.online?.[other] === false) {
       status.unflash(); // "Ben joined" is over once Ben has gone
     }
-    if (moved || over || presence || offered || !previous) {
-      status.announce(sentences([lead, lastMove || start, describe(game, you), presence, offered,
-        ended, fairStart]));
+    if (moved || missed > 0 || over || presence || offered || !previous) {
+      status.announce(sentences([lead, awayNews, lastMove || start, describe(game, you), presence,
+        offered, ended, fairStart]));
     }
     if (previous && opponentOf(you) && previous.seats[opponentOf(you)] === "open"
         && game.seats[opponentOf(you)] === "human") {
@@ -135,9 +146,9 @@ export function createScreen(parts, { app }) {
    * practice start, a reconnect): the status line and the whole board are scrolled into view.
    */
   function render(previous, game, { opening = false, lead = "", withdrawn = false, own = null,
-    reveal = false, ...extra } = {}) {
+    reveal = false, seated = false, away = null, ...extra } = {}) {
     paint(game, { ...extra, opening, fresh: freshCell(previous, game, opening) });
-    const news = tell(previous, game, { opening, lead, withdrawn, own });
+    const news = tell(previous, game, { opening, lead, withdrawn, own, seated, away });
     if (reveal || news) inView();
   }
 

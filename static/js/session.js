@@ -98,20 +98,26 @@ export function createSession(parts, { call: send, app, calm }) {
   }
 
   /** Put a view on screen unless it is older than the one there; true if shown. */
-  function show(game, { opening = false, lead = "", reveal = false } = {}) {
+  function show(game, { opening = false, lead = "", reveal = false, seated = false, away = null } = {}) {
     if (!current(game)) return false;
     const previous = state.game;
     state.game = game;
     if (!state.restored) remember(game, state.link);
     screen.render(previous, game, {
-      opening, lead, reveal, withdrawn: state.withdrawing, own: state.ending, link: state.link,
+      opening, lead, reveal, seated, away, withdrawn: state.withdrawing, own: state.ending,
+      link: state.link,
       record: state.record, following: state.following,
     });
     return true;
   }
 
-  /** Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show. */
-  function enter(answer, { opening = false, lead = "" } = {}) {
+  /**
+   * Switch to the game of an ok answer of new_game, join or rematch; `lead` as for show; `back`:
+   * the join of a (re)connect, whose view is told against the one shown before (the moves made
+   * while away).
+   */
+  function enter(answer, { opening = false, lead = "", back = false } = {}) {
+    const away = back && state.game?.id === answer.game.id ? state.game : null;
     if (state.restored) {
       // The last game drawn from this device before the socket was up gives way to the
       // server's view, whatever it is (even an older one, after a server restart).
@@ -138,7 +144,10 @@ export function createSession(parts, { call: send, app, calm }) {
     // The address bar names a friend game (so a reload or a copy of it works) and nothing else.
     const path = state.link ?? "/";
     if (location.pathname !== path) history.replaceState(null, "", path);
-    show(game, { opening, lead, reveal: reveal && Boolean(app.dataset.ready) });
+    show(game, {
+      opening, lead, reveal: reveal && Boolean(app.dataset.ready), away,
+      seated: Boolean(answer.seated), // this join took the seat: the side played is told
+    });
     if (!app.dataset.ready) {
       // The first game on screen: how long a visitor waits is measured to here.
       performance.mark("ttt:board-ready");
@@ -158,12 +167,12 @@ export function createSession(parts, { call: send, app, calm }) {
   }
 
   /** Join game `id` (or this player's current one); true once its view is on screen. */
-  async function join(id, { was = null } = {}) {
-    return settle(id, await call("join", id ? { game: id } : {}), { was });
+  async function join(id, { was = null, back = false } = {}) {
+    return settle(id, await call("join", id ? { game: id } : {}), { was, back });
   }
 
   /** The answer of a join of game `id` (sent, or ridden on the connect): shown. */
-  async function settle(id, answer, { was = null } = {}) {
+  async function settle(id, answer, { was = null, back = false } = {}) {
     if (!answer.ok) return joinRefused(id, answer);
     const { game } = answer;
     // A rematch started while we were away and its push was lost. A player is in it only if
@@ -178,7 +187,7 @@ export function createSession(parts, { call: send, app, calm }) {
       startGame({ mode: mode === "friend" ? "ai" : mode, you, level, variant });
       return false;
     }
-    enter(answer, { lead: swapped(was, answer.you) });
+    enter(answer, { lead: swapped(was, answer.you), back });
     return true;
   }
 
@@ -309,7 +318,8 @@ export function createSession(parts, { call: send, app, calm }) {
       const riding = state.riding;
       state.riding = null;
       const shown = riding?.answer?.ok
-        ? await settle(riding.id, riding.answer) : await join(currentId());
+        ? await settle(riding.id, riding.answer, { back: true })
+        : await join(currentId(), { back: true });
       if (shown) {
         screen.inView();
         acts.sendHeld();

@@ -150,6 +150,11 @@ export function describeLastMove(game, you) {
   return t("{who} played {place}", { who, place });
 }
 
+/** How many moves were made while the player was away (the board marks the last one). */
+export function describeAway(missed) {
+  return tn("{n} move while you were away", "{n} moves while you were away", missed);
+}
+
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
   if (game.start > 0) {

@@ -66,3 +66,43 @@ def test_the_page_joins_on_the_connect_with_no_join_event(open_page, live_server
     expect(status(guest)).to_have_text("Your turn")
     assert "join" not in events, events
     guest.screenshot(path="/tmp/i42-guest-phone.png")
+
+
+def test_the_joiner_is_told_the_side_and_the_moves_made_while_away(open_page):
+    host, link = host_friend_game(open_page, "desktop")
+    expect(host.locator("#deck-record")).to_be_hidden()  # no record against the AI here
+    guest = open_page("phone", path=link)
+    expect(status(guest)).to_have_text("Your friend's turn")
+    expect(guest.locator("#detail")).to_have_text("You play O — X moves first")
+    expect(guest.locator("#deck-record")).to_be_hidden()
+    host.locator("[data-cell='4']").click()
+    expect(status(guest)).to_have_text("Your turn")
+    guest.locator("[data-cell='0']").click()
+    expect(status(host)).to_have_text("Your turn")
+
+    # The games list's module comes a moment after the board: loaded before the network goes.
+    guest.wait_for_function(
+        "() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/games.js'))")
+    guest.context.set_offline(True)
+    banner = guest.locator("#connection")
+    expect(banner).to_be_visible()
+    # The banner stands at the foot of the screen: the masthead and the sound switch stay clear.
+    below = banner.bounding_box()
+    for part in ("header.masthead", "#sound"):
+        box = guest.locator(part).bounding_box()
+        assert box["y"] + box["height"] <= below["y"], part
+    guest.screenshot(path="/tmp/i42-banner-phone.png")
+    host.locator("[data-cell='8']").click()
+    expect(status(host)).to_have_text("Your friend's turn")
+    guest.context.set_offline(False)
+    expect(banner).to_be_hidden()
+    expect(guest.locator("#detail")).to_have_text("1 move while you were away")
+    expect(status(guest)).to_have_text("Your turn")
+    guest.screenshot(path="/tmp/i42-away-phone.png")
+    host.screenshot(path="/tmp/i42-friend-desktop.png")
+
+
+def test_the_record_card_shows_against_the_ai(open_page):
+    page = open_page("desktop")
+    expect(status(page)).to_have_text("Your turn")
+    expect(page.locator("#deck-record")).to_be_visible()
