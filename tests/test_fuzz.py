@@ -145,15 +145,20 @@ class TicTacToeMachine(RuleBasedStateMachine):
         return len(self.holders.get((game.id, "watch"), ()))
 
     def _claimable_in(self, game: Game, role: str) -> float | None:
-        """Seconds until `role` may claim; None when it cannot come to that (PROTOCOL)."""
-        if game.mode != "friend" or game.over or role not in ("X", "O"):
+        """Seconds until `role` may claim; None when it cannot come to that (PROTOCOL): no
+        claim before X and O have both moved, nor while the absent side's clock ends the game
+        first (version 5)."""
+        if game.mode != "friend" or game.over or role not in ("X", "O") or game.played < 2:
             return None
         foe = other(role)
         if game.seats[foe] is None or self._online(game)[foe]:
             return None
         # Away since the last sighting, or since the seat was taken if later.
         since = max(self.left.get((game.id, foe), 0.0), game.seated[foe])
-        return max(0.0, CLAIM_AFTER - (self.now - since))
+        wait = max(0.0, CLAIM_AFTER - (self.now - since))
+        if game.turn == foe and game.deadline is not None and game.deadline - self.now <= wait:
+            return None
+        return wait
 
     def _leave(self, player: Player) -> None:
         for key in player.held:
