@@ -17,7 +17,7 @@ from ttt.table import Push, Table, player_room, refusal
 from ttt.web.extensions import hub_of
 from ttt.web.ops.metrics import refused_connection, unhandled
 from ttt.web.transport.admission import address_of
-from ttt.web.transport.engine_hooks import room_members
+from ttt.web.transport.engine_hooks import emit_here, room_members
 
 log = logging.getLogger("ttt.events")
 
@@ -139,8 +139,7 @@ def _register_connections(socketio: SocketIO, table: Table,
             # to this connection only, never through the queue (it is here).
             game = auth["game"]
             answer = join(request.sid, {} if game is None else {"game": game})
-            socketio.server.emit("joined", answer, to=request.sid, namespace="/",
-                                 ignore_queue=True)
+            emit_here(socketio.server, "joined", answer, request.sid, [])
         return True
 
     @socketio.on("disconnect")
