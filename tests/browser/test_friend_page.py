@@ -93,6 +93,9 @@ def test_a_player_who_leaves_on_their_own_turn_is_claimed_against_after_the_coun
     play({"host": host}, [(4, "host")])
     expect(status(guest)).to_have_text("Your turn")
     expect(host.locator("#abort")).to_be_visible()  # until both have moved
+    # Both move first: before that an absent side can only be called off (PROTOCOL v5).
+    play({"host": host, "guest": guest}, [(0, "guest"), (8, "host")])
+    expect(status(guest)).to_have_text("Your turn")
     problems: list[str] = []
 
     guest.close()  # the guest leaves on their own turn
@@ -118,7 +121,8 @@ def test_a_player_who_leaves_on_their_own_turn_is_claimed_against_after_the_coun
 
 def test_the_claim_countdown_counts_down_on_screen(open_page, quick_server):
     host, guest, _ = seat_together(open_page, "phone", "desktop", server=quick_server)
-    play({"host": host}, [(4, "host")])
+    # Both move first: before that there is no claim, only an abort (PROTOCOL v5).
+    play({"host": host, "guest": guest}, [(4, "host"), (0, "guest"), (8, "host")])
     expect(status(guest)).to_have_text("Your turn")
     host.evaluate("""() => {
         const claim = document.getElementById("claim");

@@ -142,6 +142,8 @@ def test_every_change_is_said_on_screen_naming_the_person(open_page, device):
 
     # Left and came back, by name; resigned, by name.
     play({"host": host, "guest": guest}, [(0, "host"), (3, "guest")])
+    # The service worker is fetched a moment after the board: never while the network is off.
+    guest.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
     guest.context.set_offline(True)
     expect(host.locator("#absence")).to_have_text(
         re.compile(r"^Ben left · you can claim the win in (0:[0-5]\d|1:00)$"))
