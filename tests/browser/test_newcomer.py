@@ -276,6 +276,11 @@ def test_a_spectator_hears_of_the_seats_and_of_how_the_game_was_won(open_page, q
     expect(host.locator(".hint:visible")).to_have_count(1)
     cell(host, 4).click()
     expect(status(guest)).to_have_text("Your turn")
+    # Both move first: before that an absent side is called off, never claimed (PROTOCOL v5).
+    cell(guest, 0).click()
+    expect(status(host)).to_have_text("Your turn")
+    cell(host, 8).click()
+    expect(status(guest)).to_have_text("Your turn")
 
     guest.close()  # O goes away on their own turn
 
