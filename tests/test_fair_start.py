@@ -147,6 +147,7 @@ def test_a_version_5_connect_with_a_game_gets_its_view_without_join(app, make_pl
     [answer] = joined_of(bob)
     assert answer["ok"] and answer["you"] == "O" and answer["game"]["id"] == gid
     assert answer["game"]["you"] == "O" and answer["link"] == f"/g/{gid}"
+    assert answer["seated"] is True  # this join took the seat: the page says the side
     assert answer["game"]["moves"] == [] and answer["game"]["status"] == "playing"
     # It is the join: bob's connection is in the game's room (alice's move reaches it).
     assert alice.emit("move", {"game": gid, "cell": 4}, callback=True)["ok"]
@@ -154,6 +155,7 @@ def test_a_version_5_connect_with_a_game_gets_its_view_without_join(app, make_pl
     # And the explicit join keeps working, with the same answer's shape.
     again = bob.emit("join", {"game": gid}, callback=True)
     assert again["ok"] and again["you"] == "O" and again["game"]["moves"] == [4]
+    assert "seated" not in again  # seated already
     bob.disconnect()
 
 

@@ -98,15 +98,16 @@ export function createSession(parts, { call: send, app, calm }) {
   }
 
   /** Put a view on screen unless it is older than the one there; true if shown. */
-  function show(game, { opening = false, lead = "", reveal = false, seated = false, away = null } = {}) {
+  function show(game, {
+    opening = false, lead = "", reveal = false, seated = false, away = null,
+  } = {}) {
     if (!current(game)) return false;
     const previous = state.game;
     state.game = game;
     if (!state.restored) remember(game, state.link);
     screen.render(previous, game, {
       opening, lead, reveal, seated, away, withdrawn: state.withdrawing, own: state.ending,
-      link: state.link,
-      record: state.record, following: state.following,
+      link: state.link, record: state.record, following: state.following,
     });
     return true;
   }
