@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.servers import Remote, Server, close_all
 from tests.test_table import Person, friends, pushed, started
 from ttt.table import room
 from ttt.web import get_socketio
@@ -209,3 +210,40 @@ def test_a_blip_over_sockets_is_not_pushed(app, make_player):
     view = alice.emit("join", {"game": gid}, callback=True)["game"]
     assert view["online"]["O"] is True and view["claimable_in"] is None
     assert "resign" in view["can"]
+
+
+# --- two processes on Redis: the connect's join and the told departure cross the queue --------
+
+@pytest.mark.server
+@pytest.mark.redis
+def test_the_connects_join_and_a_departure_cross_processes(redis_url, tmp_path):
+    env = {"TTT_STORE": redis_url, "TTT_MESSAGE_QUEUE": redis_url, "TTT_BLIP": "0.5",
+           "TTT_SECRET_KEY": "shared-by-both-processes"}
+    one, two = (Server(env, log=tmp_path / f"server{i}.log").start() for i in (1, 2))
+    made: list[Remote] = []
+    try:
+        alice = Remote(one.url)
+        made.append(alice)
+        gid = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]["id"]
+        bob = Remote(two.url, connect=False)
+        made.append(bob)
+        joined: list[dict] = []
+        bob.sio.on("joined", joined.append)
+        bob.sio.connect(two.url, headers={"Cookie": f"session={bob.cookie}"},
+                        transports=["websocket"], wait_timeout=5,
+                        auth={"protocol": 5, "game": gid})
+        assert len(joined) == 1  # before the connect returned: sent ahead of its ack
+        assert joined[0]["ok"] and joined[0]["you"] == "O" and joined[0]["seated"] is True
+        alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True})
+        assert alice.call("move", {"game": gid, "cell": 4})["ok"]
+        assert bob.call("move", {"game": gid, "cell": 0})["ok"]
+        bob.sio.disconnect()
+        # Told by the process bob left, after the blip, to alice on the other one.
+        away = alice.wait_for("game", lambda g: g["online"]["O"] is False, timeout=10)
+        assert away["claimable_in"] is not None and "resign" in away["can"]
+    finally:
+        close_all(made)
+        one.stop()
+        two.stop()
+    for i in (1, 2):
+        assert "Traceback" not in (tmp_path / f"server{i}.log").read_text()
