@@ -8,7 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_friend_page import host_friend_game, status
+from tests.browser.test_friend_page import host_friend_game, play, seat_together, status
+from tests.servers import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -107,3 +108,34 @@ def test_the_record_card_shows_against_the_ai(open_page):
     page = open_page("desktop")
     expect(status(page)).to_have_text("Your turn")
     expect(page.locator("#deck-record")).to_be_visible()
+
+
+@pytest.fixture(scope="module")
+def long_blip(tmp_path_factory):
+    """A server on which any absence is a blip (an hour): what a blip looks like, held still."""
+    log = tmp_path_factory.mktemp("blip") / "server.log"
+    server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "blip-test",
+                     "TTT_BLIP": "3600"}, log=log).start()
+    yield server.url
+    server.stop()
+
+
+def test_a_network_blip_is_not_announced(open_page, long_blip):
+    """The friend closes the tab and comes back: the player never reads "left", keeps
+    Resign, and is offered no claim; a fresh view from the server says the same."""
+    host, guest, link = seat_together(open_page, "desktop", "phone", server=long_blip)
+    play({"host": host, "guest": guest}, [(4, "host"), (0, "guest")])
+    context = guest.context
+    guest.close()  # the tab is gone (its websocket closed), the phone will be back
+    host.reload()  # the server's view now
+    expect(status(host)).to_have_text("Your turn")
+    expect(host.locator("#resign")).to_be_visible()
+    expect(host.locator("#claim")).to_be_hidden()
+    expect(host.locator("#absence")).to_have_text("")
+    expect(host.locator("#player-o")).not_to_have_attribute("data-presence", "offline")
+    back = context.new_page()  # the same player, back
+    back.goto(link)
+    expect(status(back)).to_have_text("Your friend's turn")
+    host.locator("[data-cell='8']").click()
+    expect(status(back)).to_have_text("Your turn")
+    expect(host.locator("#detail")).not_to_have_text(re.compile("left|back"))
