@@ -1,0 +1,71 @@
+"""Static files fingerprinted (issue 42): versioned addresses are immutable, pages are not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ttt.web.http import assets
+
+STATIC = re.compile(r'(?:src|href)="(/static/[^"]+)"')
+
+
+@pytest.mark.parametrize("path", ["/", "/bots", "/bots/guide"])
+def test_pages_link_versioned_static_files_and_stay_no_cache(client, path):
+    page = client.get(path)
+    assert page.status_code == 200
+    assert page.headers["Cache-Control"] in ("no-cache", "public, max-age=300")
+    linked = STATIC.findall(page.get_data(as_text=True))
+    assert linked, "the page links no static file"
+    for url in linked:
+        assert "?v=" in url, url
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        assert answer.headers["Cache-Control"] == "public, max-age=31536000, immutable", url
+
+
+def test_game_page_html_is_no_cache(client):
+    assert client.get("/").headers["Cache-Control"] == "no-cache"
+
+
+def test_unversioned_or_stale_address_is_revalidated(client):
+    plain = client.get("/static/js/main.js")
+    assert plain.status_code == 200 and plain.headers["Cache-Control"] == "no-cache"
+    stale = client.get("/static/js/main.js?v=000000000000")
+    assert stale.status_code == 200 and stale.headers["Cache-Control"] == "no-cache"
+    again = client.get("/static/js/main.js", headers={"If-None-Match": plain.headers["ETag"]})
+    assert again.status_code == 304
+
+
+def test_module_imports_name_the_versions_the_page_preloads(client):
+    html = client.get("/").get_data(as_text=True)
+    preloaded = set(STATIC.findall(html))
+    main = next(url for url in preloaded if url.startswith("/static/js/main.js?v="))
+    source = client.get(main).get_data(as_text=True)
+    imported = re.findall(r'from "\./([a-z-]+\.js\?v=[0-9a-f]{12})"', source)
+    assert imported, "main.js imports nothing versioned"
+    for name in imported:
+        # The same address: the browser reuses the preloaded module, one instance of each.
+        assert f"/static/js/{name}" in preloaded, name
+
+
+def test_a_change_in_an_imported_file_changes_the_importers_version(tmp_path):
+    (tmp_path / "js").mkdir()
+    (tmp_path / "js" / "a.js").write_text('import { b } from "./b.js";\n')
+    (tmp_path / "js" / "b.js").write_text("export const b = 1;\n")
+    (tmp_path / "js" / "c.js").write_text("export const c = 1;\n")
+    before = assets.build(tmp_path)
+    (tmp_path / "js" / "b.js").write_text("export const b = 2;\n")
+    after = assets.build(tmp_path)
+    assert before["js/a.js"].version != after["js/a.js"].version
+    assert before["js/c.js"].version == after["js/c.js"].version
+    assert f'"./b.js?v={after["js/b.js"].version}"'.encode() in after["js/a.js"].body
+
+
+def test_service_worker_precaches_versioned_files_and_offline_pages(client):
+    source = client.get("/sw.js").get_data(as_text=True)
+    precache = re.search(r"const PRECACHE = (\[.*?\]);", source).group(1)
+    assert '"/bots"' in precache and '"/bots/guide"' in precache and '"/"' in precache
+    statics = re.findall(r'"(/static/[^"]+)"', precache)
+    assert statics and all("?v=" in url for url in statics)
