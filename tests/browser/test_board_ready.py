@@ -14,6 +14,7 @@ import json
 import os
 
 import pytest
+import requests
 
 from tests.browser.conftest import ARTIFACTS, phone
 from tests.browser.test_offline import CONTROLLED
@@ -59,6 +60,8 @@ def visit(page, url: str) -> dict:
 
 def test_board_ready_on_a_first_and_a_repeat_visit(chromium, proxy, capsys):  # noqa: F811
     through = proxy(up=DELAY, down=DELAY)
+    # A served site is warm: its templates compiled before this visitor came.
+    requests.get(f"{through.url}/", timeout=10).raise_for_status()
     context = chromium.browser.new_context(reduced_motion="reduce", **phone(chromium))
     context.add_init_script(MEASURE)
     try:
