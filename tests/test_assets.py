@@ -69,3 +69,21 @@ def test_service_worker_precaches_versioned_files_and_offline_pages(client):
     assert '"/bots"' in precache and '"/bots/guide"' in precache and '"/"' in precache
     statics = re.findall(r'"(/static/[^"]+)"', precache)
     assert statics and all("?v=" in url for url in statics)
+
+
+@pytest.mark.parametrize("lang,name,direction", [("fr", "Morpion · ttt", "ltr"),
+                                                 ("ar", "إكس-أو · ttt", "rtl")])
+def test_the_manifest_speaks_the_pages_language(client, lang, name, direction):
+    page = client.get(f"/?lang={lang}").get_data(as_text=True)
+    href = re.search(r'<link rel="manifest" href="([^"]+)"', page).group(1)
+    assert href == f"/manifest.webmanifest?hl={lang}"
+    manifest = client.get(href).get_json(force=True)
+    assert manifest["name"] == name and manifest["dir"] == direction
+    assert manifest["lang"] == lang and manifest["description"] != ""
+
+
+def test_the_manifest_background_is_the_light_page_colour(client):
+    manifest = client.get("/manifest.webmanifest").get_json(force=True)
+    # A dark splash flashes on a light phone: the page's light background instead.
+    assert manifest["background_color"].lower() == "#f4f1ec"
+    assert manifest["name"] == "Tic-tac-toe · ttt"

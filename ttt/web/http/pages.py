@@ -20,9 +20,9 @@ from flask import (
     jsonify,
     render_template,
     request,
-    send_from_directory,
     session,
 )
+from flask_babel import force_locale
 from flask_babel import gettext as _
 from werkzeug.exceptions import NotFound
 
@@ -248,8 +248,18 @@ def not_found(error):
 
 @bp.get("/manifest.webmanifest")
 def manifest():
-    return send_from_directory(current_app.static_folder, "manifest.webmanifest",
-                               mimetype="application/manifest+json")
+    """The install manifest in the page's language (`hl`, which the page's link names; else the
+    request's): the installed app's name and description in the player's words (issue 42)."""
+    code = i18n._known(request.args.get("hl")) or i18n.current()
+    source = json.loads((Path(current_app.static_folder) / "manifest.webmanifest").read_bytes())
+    with force_locale(code):
+        source.update(name=f"{_('Tic-tac-toe')} · ttt", short_name=_("Tic-tac-toe"),
+                      description=_("Tic-tac-toe in your browser: play an AI from easy to "
+                                    "unbeatable, pass the phone to someone next to you, or send "
+                                    "a friend a link."),
+                      lang=i18n.html_lang(code), dir=i18n.direction(code))
+    body = json.dumps(source, ensure_ascii=False, indent=1)
+    return body, 200, {"Content-Type": "application/manifest+json; charset=utf-8"}
 
 
 @bp.record_once
