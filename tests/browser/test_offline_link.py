@@ -93,3 +93,13 @@ def test_the_bots_and_the_guide_open_offline(open_page, path):
     page.goto(path)
     expect(page.locator("h1")).to_be_visible()
     assert page.url.endswith(path)
+
+
+def test_a_visited_replay_opens_offline(open_page):
+    page = visited_once(open_page)
+    page.goto("/r/40812")
+    expect(page.locator("#board [data-mark='X']")).to_have_count(3)
+    page.context.set_offline(True)
+    page.reload()
+    expect(page.locator("#board [data-mark='X']")).to_have_count(3)  # the page, not the dinosaur
+    assert page.url.endswith("/r/40812")

@@ -6,6 +6,8 @@ for with the current version is `immutable` for a year. An ES module's imports a
 the same versioned URLs, so a module loaded by `import` is the very module a `modulepreload`
 fetched, and the browser never asks the server again for a file it has. A JavaScript file's
 version covers every file it imports, directly or not (its rewritten imports name them).
+Files are read once, at start-up (as the service worker's precache list always was): an edit
+under static/ is served from the next start.
 """
 
 from __future__ import annotations
