@@ -87,3 +87,17 @@ def test_the_manifest_background_is_the_light_page_colour(client):
     # A dark splash flashes on a light phone: the page's light background instead.
     assert manifest["background_color"].lower() == "#f4f1ec"
     assert manifest["name"] == "Tic-tac-toe · ttt"
+
+
+@pytest.mark.parametrize("path", ["/", "/bots", "/bots/guide", "/r/40812", "/?lang=ar"])
+def test_nothing_in_the_head_blocks_the_first_paint(client, path):
+    page = client.get(path)
+    head = page.get_data(as_text=True).split("</head>", 1)[0]
+    assert 'rel="stylesheet"' not in head
+    assert all(re.search(r'type="(module|application/json)"', tag)
+               for tag in re.findall(r"<script\b[^>]*>", head))
+    # The inline stylesheets are the ones the CSP allows, by hash.
+    policy = page.headers["Content-Security-Policy"]
+    for style in re.findall(r"<style>(.*?)</style>", head, re.S):
+        assert assets.style_hash(style) in policy
+    assert "'unsafe-inline'" not in policy
