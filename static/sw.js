@@ -11,6 +11,7 @@
 // Never cached: /socket.io/, /api/ and anything else that carries game data.
 const VERSION = "__VERSION__";
 const PRECACHE = __PRECACHE__;
+const OPTIONAL = __OPTIONAL__; // pages kept for offline reading: their failure fails no install
 const CACHE = `ttt-${VERSION}`;
 
 const SHELL = /^\/(g\/[A-Za-z0-9_-]{16,64})?$/;
@@ -31,7 +32,9 @@ self.addEventListener("install", (event) => {
   // All or nothing; the versioned files come from the HTTP cache when a visit loaded them.
   event.waitUntil(caches.open(CACHE)
     .then((cache) => cache.addAll(PRECACHE.map((path) => new Request(path,
-      { cache: path.includes("?v=") ? "default" : "no-cache" }))))
+      { cache: path.includes("?v=") ? "default" : "no-cache" })))
+      .then(() => Promise.allSettled(OPTIONAL.map((path) => cache.add(
+        new Request(path, { cache: "no-cache" }))))))
     .then(() => self.skipWaiting()));
 });
 
@@ -48,6 +51,8 @@ async function fetched(request, key) {
   if (response.ok && response.type === "basic") {
     const copy = response.clone();
     caches.open(CACHE).then((cache) => cache.put(key, copy));
+  } else if (response.status === 404 || response.status === 410) {
+    caches.open(CACHE).then((cache) => cache.delete(key)); // a link gone stays gone
   }
   return response;
 }

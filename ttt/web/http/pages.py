@@ -278,7 +278,8 @@ def _watch_parts(state) -> None:
 # versioned address (issue 42); the stylesheets are inside the pages. Not the large icons
 # (the browser has them once installed).
 PRECACHE_STATIC = ("vendor/socket.io.esm.min.js", "icons/icon-192.png")
-PRECACHE_PAGES = ("/", "/manifest.webmanifest", "/bots", "/bots/guide")
+PRECACHE_PAGES = ("/", "/manifest.webmanifest")
+OPTIONAL_PAGES = ("/bots", "/bots/guide")  # kept if they load; an install never fails on them
 
 
 def precache_paths(app) -> list[str]:
@@ -295,7 +296,8 @@ def _service_worker(static_folder: str, paths: tuple[str, ...]) -> str:
     digest = hashlib.sha256((static / "sw.js").read_bytes() + json.dumps(paths).encode())
     source = (static / "sw.js").read_text(encoding="utf-8")
     return (source.replace('"__VERSION__"', json.dumps(digest.hexdigest()[:16]))
-            .replace("__PRECACHE__", json.dumps(list(paths))))
+            .replace("__PRECACHE__", json.dumps(list(paths)))
+            .replace("__OPTIONAL__", json.dumps(list(OPTIONAL_PAGES))))
 
 
 def service_worker(app) -> str:
