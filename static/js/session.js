@@ -252,9 +252,10 @@ export function createSession(parts, { call: send, app, calm }) {
   app.dataset.session = state.name;
 
   /**
-   * Before the socket is up: the last game this device showed, read only (no `can`, no
-   * `legal`, no clock), when it is the game of this address (any game when offline, where
-   * nothing else can be shown). The server's view replaces it as soon as it comes (enter).
+   * Before the socket is up: a game this device showed, read only (no `can`, no `legal`, no
+   * clock): a link's own game if it was seen here, else on `/` the last game (a friend game
+   * only when offline, where nothing else can be shown). A link never seen here offline says
+   * it needs the network. The server's view replaces it as soon as it comes (enter).
    */
   function restore() {
     const wanted = state.urlGame;
