@@ -214,7 +214,9 @@ export function createSession(parts, { call: send, app, calm }) {
     // Two quick choices (a level, then the variant) are two starts whose leaving and answers
     // may settle in either order: the game shown is the last one chosen, whatever answers first.
     if (!navigator.onLine) {
-      status.notice(t("A new game needs the network — try again when you are back online"));
+      status.notice(t("A new game needs the network — try again when you are back online"),
+        { sticky: true }); // the why, whole (two lines on a 320 px phone), until back online
+      window.addEventListener("online", () => status.clearNotice(), { once: true });
       return false;
     }
     const asked = ++state.starts;

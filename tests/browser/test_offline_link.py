@@ -84,6 +84,7 @@ def test_a_link_seen_before_shows_its_own_state_offline_without_your_turn(open_p
     page.context.set_offline(False)
     expect(page.locator("#connection")).to_be_hidden(timeout=20_000)
     expect(status(page)).to_have_text("Your turn")
+    expect(page.locator("#notice")).to_be_empty()  # the why is gone with the reason
 
 
 @pytest.mark.parametrize("path", ["/bots", "/bots/guide"])
