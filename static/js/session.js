@@ -24,14 +24,34 @@ const MACHINE = Object.freeze({
 const order = (game) => game.rev ?? game.version;
 
 const LAST_GAME = "ttt.last-game";
+const GAMES = "ttt.games"; // id -> {game, link}: the last few games seen here, for their links
+const KEPT_GAMES = 8;
+
+/** The game a `/g/<id>` address names (the `/` shell answers for a link offline), or null. */
+function addressGame() {
+  return location.pathname.match(/^\/g\/([A-Za-z0-9_-]{16,64})$/)?.[1] ?? null;
+}
 
 /** Keep the view on screen on this device, to draw before the socket is up (and offline). */
 function remember(game, link) {
   if (!game?.id || !game.you) return;
   try {
     localStorage.setItem(LAST_GAME, JSON.stringify({ game, link }));
+    const kept = JSON.parse(localStorage.getItem(GAMES) ?? "{}");
+    delete kept[game.id];
+    const newest = [...Object.entries(kept), [game.id, { game, link }]].slice(-KEPT_GAMES);
+    localStorage.setItem(GAMES, JSON.stringify(Object.fromEntries(newest)));
   } catch {
     // Private mode or full: the page simply starts from the server's view.
+  }
+}
+
+/** The view of game `id` kept by remember(), or null. */
+function recalledGame(id) {
+  try {
+    return JSON.parse(localStorage.getItem(GAMES) ?? "{}")[id] ?? null;
+  } catch {
+    return null;
   }
 }
 
@@ -69,7 +89,7 @@ export function createSession(parts, { call: send, app, calm }) {
     early: new Map(),    // id -> the newest push of a game not on screen yet (see enter)
     restored: false,     // the game on screen is this device's last one, read only (restore)
     riding: null,        // {id, answer}: the join the last connect carried (PROTOCOL v5)
-    urlGame: app.dataset.gameId || null,
+    urlGame: app.dataset.gameId || addressGame(),
   };
   const call = createCaller(send, { status, rejoin: () => join(currentId()) });
   const acts = createActs({
@@ -208,6 +228,12 @@ export function createSession(parts, { call: send, app, calm }) {
   async function startGame(settings) {
     // Two quick choices (a level, then the variant) are two starts whose leaving and answers
     // may settle in either order: the game shown is the last one chosen, whatever answers first.
+    if (!navigator.onLine) {
+      status.notice(t("A new game needs the network — try again when you are back online"),
+        { sticky: true }); // the why, whole (two lines on a 320 px phone), until back online
+      window.addEventListener("online", () => status.clearNotice(), { once: true });
+      return false;
+    }
     const asked = ++state.starts;
     const left = await acts.leaveFirst();
     if (asked !== state.starts) return null; // superseded while the old game was being left
@@ -243,19 +269,24 @@ export function createSession(parts, { call: send, app, calm }) {
   app.dataset.session = state.name;
 
   /**
-   * Before the socket is up: the last game this device showed, read only (no `can`, no
-   * `legal`, no clock), when it is the game of this address (any game when offline, where
-   * nothing else can be shown). The server's view replaces it as soon as it comes (enter).
+   * Before the socket is up: a game this device showed, read only (no `can`, no `legal`, no
+   * clock): a link's own game if it was seen here, else on `/` the last game (a friend game
+   * only when offline, where nothing else can be shown). A link never seen here offline says
+   * it needs the network. The server's view replaces it as soon as it comes (enter).
    */
   function restore() {
-    const saved = recalled();
-    const game = saved?.game;
-    if (!game?.id || state.game) return false;
     const wanted = state.urlGame;
-    if (navigator.onLine && (wanted ? game.id !== wanted : game.mode === "friend")) return false;
+    // A link shows its own game, never another one (the last game is for the home page).
+    const last = recalled();
+    const saved = wanted ? recalledGame(wanted) ?? (last?.game?.id === wanted ? last : null) : last;
+    const game = saved?.game;
+    if (!navigator.onLine && wanted && !game) status.connection("link");
+    if (!game?.id || state.game) return false;
+    if (navigator.onLine && !wanted && game.mode === "friend") return false;
     state.restored = true;
     state.link = saved.link ?? null;
-    show({ ...game, can: [], legal: [], time_left: null, claimable_in: null, first_move: null });
+    show({ ...game, can: [], legal: [], time_left: null, claimable_in: null, first_move: null,
+      offline: !navigator.onLine });
     app.dataset.restored = "true";
     return true;
   }
@@ -331,6 +362,7 @@ export function createSession(parts, { call: send, app, calm }) {
       // Opened offline, the page says so (its last game on screen, read only) and reconnects
       // by itself when the network is back (socket.js listens for it).
       if (!navigator.onLine && state.restored) status.connection("offline");
+      else if (!navigator.onLine && !state.game && state.urlGame) status.connection("link");
       else status.connection(retrying ? "retrying" : "down");
     },
 

@@ -167,6 +167,7 @@ export function createStatus({
         trouble: t("Server trouble — retrying…"),
         down: t("Cannot reach the server — reload the page"),
         offline: t("You are offline — your last game, read only; it reconnects by itself"),
+        link: t("You are offline — this game needs the network; it opens by itself when you are back"),
       };
       bannerText.textContent = texts[state] ?? texts.down;
       banner.hidden = false;

@@ -30,6 +30,11 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   const wrap = grid.closest(".uboard-wrap");
   let parts = null; // built the first time a game is shown: a classic player never pays for it
   let shown = null; // {boards, playable, legal, lit} of the view on screen
+  // A phone: the board the mover must play in, enlarged (its squares >= 44 px); the whole
+  // board a tap outside it away, and the board back a tap inside it. `wide`: the player asked
+  // for the whole board this turn.
+  let wide = false;
+  let zoomFor = null; // the turn (moves played) the choice above belongs to
 
   function built() {
     if (!parts) parts = build(grid, readOnly);
@@ -76,10 +81,47 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     onPlay(Number(cell.dataset.ucell));
   }
 
+  /** The small board shown enlarged, or null: one board to play in, squares under 44 px. */
+  function zoomable() {
+    const b = only();
+    if (readOnly || !shown?.playable || b === null) return null;
+    const width = grid.getBoundingClientRect().width / (wrap.dataset.zoom ? 2 : 1);
+    return width > 0 && width < 9 * 44 + 40 ? b : null;
+  }
+
+  /** Show the enlarged board (or the whole one) as `zoomable` and the player's choice say. */
+  function zoom() {
+    const b = zoomable();
+    if (b === null || wide) delete wrap.dataset.zoom;
+    else wrap.dataset.zoom = String(b);
+    wrap.dataset.zoomable = b === null ? "" : "true";
+  }
+
   if (!readOnly) {
     grid.addEventListener("click", (event) => {
       const cell = event.target.closest("[data-ucell]");
-      if (cell && grid.contains(cell)) choose(cell);
+      if (!cell || !grid.contains(cell)) return;
+      const b = zoomable();
+      // A tap (not a key) on a phone switches between the board to play in and the whole one.
+      if (b !== null && event.detail > 0) {
+        const inside = ultimateParts(Number(cell.dataset.ucell)).board === b;
+        if (wide === inside) {
+          wide = !inside;
+          zoom();
+          return;
+        }
+      }
+      choose(cell);
+    });
+    // The keyboard may go anywhere: the whole board is shown when it leaves the enlarged one.
+    grid.addEventListener("focusin", (event) => {
+      const cell = event.target.closest("[data-ucell]");
+      const b = zoomable();
+      if (cell && b !== null && !wide && ultimateParts(Number(cell.dataset.ucell)).board !== b
+          && event.target.matches(":focus-visible")) {
+        wide = true;
+        zoom();
+      }
     });
 
     // Arrow keys move across the whole 9x9 grid, from one small board into the next; Home and
@@ -148,6 +190,11 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     wrap.dataset.winner = game.winner ?? "";
     labelAll();
     if (!readOnly && !grid.contains(document.activeElement)) rove();
+    if (zoomFor !== game.moves.length) {
+      zoomFor = game.moves.length;
+      wide = false; // each turn starts enlarged where the mover must play
+    }
+    if (!readOnly) zoom();
   }
 
   /** Labels from what is on screen: the squares', and each small board's. */

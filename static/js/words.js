@@ -108,6 +108,8 @@ export function describe(game, you) {
   const other = opponentOf(you);
   if (!other) return neutral(game);
   if (game.status !== "playing") return ending(game, you);
+  // Drawn from this device offline: no move can be made here, so nobody's turn is offered.
+  if (game.offline) return t("Offline · the game as you last saw it");
   const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return t("Waiting for your friend to join");

@@ -167,6 +167,11 @@ def test_ultimate_against_the_easy_ai_by_tap_and_click(open_page, device):
     wrong = int(page.locator(".usmall[data-state='.']:not(.is-target) .ucell[data-mark='']")
                 .first.get_attribute("data-ucell"))
     expect(square(page, wrong)).to_have_attribute("aria-disabled", "true")
+    if page.locator("#ultimate-wrap[data-zoom]").count():
+        # A phone shows the board to play in enlarged: a tap outside it shows the whole board
+        # (test_ultimate_zoom.py), and the next tap is sent.
+        from tests.browser.test_ultimate_zoom import whole_board
+        whole_board(page)
     press(page, square(page, wrong), device, force=True)  # aria-disabled: Playwright would wait
     board = PLACES[targets(page)[0]]
     expect(page.locator("#notice")).to_have_text(f"Not there — play in the {board} board")

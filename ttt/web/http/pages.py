@@ -20,9 +20,9 @@ from flask import (
     jsonify,
     render_template,
     request,
-    send_from_directory,
     session,
 )
+from flask_babel import force_locale
 from flask_babel import gettext as _
 from werkzeug.exceptions import NotFound
 
@@ -31,6 +31,7 @@ from ttt.rules import Board
 from ttt.variants import VARIANTS
 from ttt.web import i18n
 from ttt.web.extensions import get_store, get_table
+from ttt.web.http import assets
 from ttt.web.ops import health
 
 bp = Blueprint("pages", __name__)
@@ -96,7 +97,8 @@ def security_headers(response):
     if not (request.endpoint == "static" and response.mimetype in SUBRESOURCES):
         # A document's policies; a script, a stylesheet or a picture is no document (the
         # browser ignores them there), and a first load is two dozen of those (issue 30).
-        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("Content-Security-Policy",
+                                    current_app.extensions.get("ttt_csp", CSP))
         response.headers["X-Frame-Options"] = "DENY"
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"
@@ -246,49 +248,68 @@ def not_found(error):
 
 @bp.get("/manifest.webmanifest")
 def manifest():
-    return send_from_directory(current_app.static_folder, "manifest.webmanifest",
-                               mimetype="application/manifest+json")
+    """The install manifest in the page's language (`hl`, which the page's link names; else the
+    request's): the installed app's name and description in the player's words (issue 42)."""
+    code = i18n._known(request.args.get("hl")) or i18n.current()
+    source = json.loads((Path(current_app.static_folder) / "manifest.webmanifest").read_bytes())
+    with force_locale(code):
+        source.update(name=f"{_('Tic-tac-toe')} · ttt", short_name=_("Tic-tac-toe"),
+                      description=_("Tic-tac-toe in your browser: play an AI from easy to "
+                                    "unbeatable, pass the phone to someone next to you, or send "
+                                    "a friend a link."),
+                      lang=i18n.html_lang(code), dir=i18n.direction(code))
+    body = json.dumps(source, ensure_ascii=False, indent=1)
+    return body, 200, {"Content-Type": "application/manifest+json; charset=utf-8"}
 
 
 @bp.record_once
 def _watch_parts(state) -> None:
-    """ttt_part_up{part} reads the same checks as /healthz at each scrape."""
+    """ttt_part_up{part} reads the same checks as /healthz at each scrape; the static files
+    fingerprinted (assets.py)."""
     app = state.app
+    # The page's stylesheets inline, each allowed by its hash: nothing blocks the first paint.
+    styles = " ".join(assets.install(app))
+    app.extensions["ttt_csp"] = CSP.replace("style-src 'self'", f"style-src 'self' {styles}")
     app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
 
 
-# What the service worker keeps for the app to open offline (issue 30): the page shell and
-# the static files a game needs. Not the large icons (the browser has them once installed).
-PRECACHE_STATIC = ("css/app.css", "css/rtl.css", "vendor/socket.io.esm.min.js",
-                   "icons/icon-192.png")
+# What the service worker keeps for the app to open offline (issue 30): the page shell, the
+# pages a visitor reads (the bots, the guide) and the static files a game needs, each at its
+# versioned address (issue 42); the stylesheets are inside the pages. Not the large icons
+# (the browser has them once installed).
+PRECACHE_STATIC = ("vendor/socket.io.esm.min.js", "icons/icon-192.png")
+PRECACHE_PAGES = ("/", "/manifest.webmanifest")
+OPTIONAL_PAGES = ("/bots", "/bots/guide")  # kept if they load; an install never fails on them
 
 
-def precache_paths(static: Path) -> list[str]:
-    """The URLs the service worker precaches: "/", the manifest and the static files."""
+def precache_paths(app) -> list[str]:
+    """The URLs the service worker precaches: the pages and the static files, versioned."""
+    static = Path(app.static_folder)
     scripts = sorted(f"js/{path.name}" for path in (static / "js").glob("*.js"))
-    return ["/", "/manifest.webmanifest",
-            *(f"/static/{name}" for name in (*PRECACHE_STATIC, *scripts))]
+    return [*PRECACHE_PAGES, *(assets.url(app, name) for name in (*PRECACHE_STATIC, *scripts))]
 
 
 @functools.cache
-def service_worker(static_folder: str) -> str:
-    """static/sw.js with its VERSION (a hash of itself and of everything it precaches: a new
-    release is a new worker) and its PRECACHE list filled in. Built once per process."""
+def _service_worker(static_folder: str, paths: tuple[str, ...]) -> str:
     static = Path(static_folder)
-    paths = precache_paths(static)
-    digest = hashlib.sha256((static / "sw.js").read_bytes())
-    for path in paths:
-        if path.startswith("/static/"):
-            digest.update(path.encode() + b"\0" + (static / path[len("/static/"):]).read_bytes())
+    # The versions in the paths cover the static files; the pages change with them.
+    digest = hashlib.sha256((static / "sw.js").read_bytes() + json.dumps(paths).encode())
     source = (static / "sw.js").read_text(encoding="utf-8")
     return (source.replace('"__VERSION__"', json.dumps(digest.hexdigest()[:16]))
-            .replace("__PRECACHE__", json.dumps(paths)))
+            .replace("__PRECACHE__", json.dumps(list(paths)))
+            .replace("__OPTIONAL__", json.dumps(list(OPTIONAL_PAGES))))
+
+
+def service_worker(app) -> str:
+    """static/sw.js with its VERSION (a hash of itself and of everything it precaches: a new
+    release is a new worker) and its PRECACHE list filled in. Built once per process."""
+    return _service_worker(app.static_folder, tuple(precache_paths(app)))
 
 
 @bp.get("/sw.js")
 def sw():
     """The service worker, at the root so that its scope is the whole site."""
-    return service_worker(current_app.static_folder), 200, {
+    return service_worker(current_app._get_current_object()), 200, {
         "Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "no-cache"}
 
 
