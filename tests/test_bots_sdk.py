@@ -29,19 +29,25 @@ class FakeApi:
                                      "seats": {"X": "human", "O": "open"}, "you": "X"}}
 
 
-def view(rev: int, can=("move",), status="playing") -> dict:
+def view(rev: int, can=("move",), status="playing", moves=(), seats=None) -> dict:
+    board = "".join("X" if i in moves[::2] else "O" if i in moves[1::2] else "."
+                    for i in range(9))
     return {"id": "g", "rev": rev, "can": list(can), "status": status, "you": "X",
-            "seats": {"X": "human", "O": "ai"}, "winner": None, "board": "." * 9,
-            "legal": list(range(9))}
+            "seats": seats or {"X": "human", "O": "ai"}, "winner": None, "board": board,
+            "moves": list(moves), "turn": "X", "legal": [i for i in range(9) if i not in moves]}
 
 
-def test_the_runner_answers_each_revision_once_and_counts_each_game_once():
+def test_the_runner_answers_each_position_once_and_counts_each_game_once():
+    """PROTOCOL v5: one answer per position (a later view of the same board, a presence
+    change's new rev, is not asked again), none before both seats are taken, and an older
+    view overtaken by a newer one is not answered."""
     api = FakeApi()
     runner = Runner(api, lambda game: game["legal"][0])
-    for game in (view(1), view(1), view(0), view(3), view(4, can=[], status="draw"),
-                 view(4, can=[], status="draw")):
+    for game in (view(0, seats={"X": "human", "O": "open"}), view(1), view(1), view(0),
+                 view(3), view(5, moves=(0, 4)), view(4, moves=(0, 4)), view(6, moves=(0, 4)),
+                 view(7, can=[], status="draw"), view(7, can=[], status="draw")):
         runner._game(game)
-    assert [c for c in api.calls if c[0] == "move"] == [("move", ("g", 0))] * 2
+    assert [c for c in api.calls if c[0] == "move"] == [("move", ("g", 0)), ("move", ("g", 1))]
     assert (runner.tally.draws, runner.tally.games) == (1, 1)
 
 

@@ -242,6 +242,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
             line = list(Board.from_moves(game.moves).outcome().line)
         claimable = self._claimable_in(game, role)
         left = None if game.deadline is None or game.over else max(0.0, game.deadline - self.now)
+        if left is None and game.clock is not None and not game.over:  # v5: not yet running
+            left = 30.0 if game.played < 2 else float(game.clock)
         return {
             "id": game.id, "mode": game.mode, "variant": "classic", "level": game.level,
             "board": board_of(game.moves), "turn": game.turn, "status": game.status,

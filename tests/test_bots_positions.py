@@ -1,0 +1,120 @@
+"""Issue 40 with only what the site serves and `python3 -I -S`: one answer per position on
+the turn's own clock, challenges that give up with a sentence, `time_left` always a number.
+
+A bot whose `move` sleeps 6 s (the 10 s bot deadline) plays the served minimax bot as X and
+as O, two games at once: no refused move, no game lost on time. A challenge for Ultimate to
+a classic-only bot ends at once with exit code 2 and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+
+import pytest
+import requests
+
+from tests.servers import Server
+from tests.test_bots_learner import Lines, finish, make_bot, sdk
+from tests.test_bots_learner import _tidy as _tidy  # noqa: F401 - the fixture, used here too
+
+OPERATOR = "operator-token-for-the-positions-test-0123456789"
+
+SLOW = '''import time
+
+VARIANTS = ["classic", "ultimate"]
+
+
+def move(game):
+    time.sleep(6)                    # inside the 10 s deadline, but not by much
+    return game["legal"][0]
+'''
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    home = tmp_path_factory.mktemp("positions")
+    server = Server({"TTT_STORE": f"sqlite:///{home / 'ttt.sqlite3'}",
+                     "TTT_SECRET_KEY": "positions-test", "TTT_CREATE_RATE": "100000",
+                     "TTT_MAX_LIVE_PER_ADDRESS": "100000", "TTT_BOT_CREATE_RATE": "1000",
+                     "TTT_BOT_MAX_PER_PERSON": "50", "TTT_OPERATOR_TOKEN": OPERATOR}).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def desk(site, tmp_path):
+    """A learner's folder: the served sdk.py and minimax.py, nothing else."""
+    (tmp_path / "sdk.py").write_bytes(requests.get(site.url + "/bots/sdk.py", timeout=10).content)
+    (tmp_path / "minimax.py").write_text(
+        requests.get(site.url + "/bots/examples/minimax.py", timeout=10).text)
+    return tmp_path
+
+
+def test_a_slow_legal_bot_never_sends_a_refused_move_nor_loses_on_time(site, desk):
+    (desk / "slow.py").write_text(SLOW)
+    slow, quick = make_bot(site, desk, "sleeper"), make_bot(site, desk, "quickmax")
+    opponent = sdk(desk, "minimax.py", "--token-file", quick)
+    opponent_lines = Lines(opponent)
+    try:
+        opponent_lines.when("waiting for challenges")
+        # Four games, two at once: X, O, X, O.
+        bot = sdk(desk, "slow.py", "--token-file", slow, "--opponent", "bot:quickmax",
+                  "--games", "4", "--parallel", "2")
+        lines = Lines(bot)
+        result = finish(bot, lines, timeout=240)
+    finally:
+        opponent.send_signal(signal.SIGINT)
+        finish(opponent, opponent_lines)
+    err = lines.text()
+    assert result["returncode"] == 0 and result["games"] == 4, err
+    assert "refused" not in err and "too slow" not in err, err
+    assert "time" not in result["reasons"] and result["errors"] == {}, result
+    sides = re.findall(r"you are ([XO])\)", err)
+    assert sorted(sides) == ["O", "O", "X", "X"], err
+
+
+def test_a_challenge_the_other_bot_can_never_accept_ends_at_once_with_exit_code_2(site, desk):
+    (desk / "slow.py").write_text(SLOW)
+    token = make_bot(site, desk, "ultimatist", variants=("classic", "ultimate"))
+    classic = make_bot(site, desk, "classicist")
+    opponent = sdk(desk, "minimax.py", "--token-file", classic)  # VARIANTS: classic only
+    opponent_lines = Lines(opponent)
+    try:
+        opponent_lines.when("waiting for challenges")
+        bot = sdk(desk, "slow.py", "--token-file", token, "--opponent", "bot:classicist",
+                  "--variant", "ultimate", "--games", "3")
+        lines = Lines(bot)
+        began = lines.when(" on http")  # "ultimatist plays classic and ultimate on ..."
+        result = finish(bot, lines, timeout=30)
+        ended = time.time()
+    finally:
+        opponent.send_signal(signal.SIGINT)
+        finish(opponent, opponent_lines)
+    err = lines.text()
+    assert result["returncode"] == 2 and result["games"] == 0, err
+    assert ended - began < 2.0, err
+    assert ("challenge to bot:classicist refused: classicist plays classic only, not "
+            "ultimate: run with --variant classic") in err
+    assert err.count("refused") == 2, err  # said once, and once more as the reason to stop
+
+
+def test_time_left_is_a_number_in_every_view_of_a_timed_game(site, desk):
+    token = (desk / make_bot(site, desk, "clocked")).read_text().strip()
+    auth = {"Authorization": f"Bearer {token}"}
+
+    def call(path, body=None):
+        answer = requests.post(site.url + path, json=body or {}, headers=auth, timeout=10)
+        return answer.json()
+
+    ai = call("/api/bot/challenge", {"opponent": "ai:easy", "you": "X"})["game"]
+    assert ai["time_left"] == 10.0 and "move" in ai["can"]  # the bot's turn, at once
+    moved = call(f"/api/bot/game/{ai['id']}/move", {"cell": 4})["game"]
+    assert isinstance(moved["time_left"], float) and 0 < moved["time_left"] <= 10
+    link = call("/api/bot/challenge", {"opponent": "link", "you": "X", "clock": 10})["game"]
+    assert link["seats"]["O"] == "open" and link["time_left"] == 10.0  # the bot's deadline
+    untimed = call("/api/bot/challenge", {"opponent": "link", "you": "O"})["game"]
+    assert untimed["turn"] == "X" and untimed["time_left"] is None  # a person's, no clock
+    for game in (ai, link, untimed):
+        call(f"/api/bot/game/{game['id']}/resign")
