@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 import requests
 
-from tests.servers import Server
+from tests.servers import Remote, Server, close_all
 from tests.test_bots_learner import Lines, finish, make_bot, sdk
 from tests.test_bots_learner import _tidy as _tidy  # noqa: F401 - the fixture, used here too
 
@@ -118,3 +120,57 @@ def test_time_left_is_a_number_in_every_view_of_a_timed_game(site, desk):
     assert untimed["turn"] == "X" and untimed["time_left"] is None  # a person's, no clock
     for game in (ai, link, untimed):
         call(f"/api/bot/game/{game['id']}/resign")
+
+
+def test_a_link_game_prints_a_link_to_send_and_one_to_watch_and_timeout_ends_cleanly(site,
+                                                                                     desk):
+    token = make_bot(site, desk, "linker")
+    bot = sdk(desk, "minimax.py", "--token-file", token, "--opponent", "link", "--games", "1",
+              "--timeout", "6")
+    lines = Lines(bot)
+    lines.when("never takes a seat")
+    err = lines.text()
+    send = re.search(r"send this link .*: (\S+)", err).group(1)
+    watch = re.search(r"watch the game here .*: (\S+)", err).group(1)
+    assert watch == send + "?watch=1" and send.startswith(site.url + "/g/"), err
+    game_id = send.rsplit("/", 1)[1]
+    watcher, friend = Remote(site.url), Remote(site.url)
+    try:
+        watched = watcher.call("join", {"game": game_id, "watch": True})
+        assert watched["you"] == "spectator" and watched["game"]["seats"]["O"] == "open"
+        assert friend.call("join", {"game": game_id})["you"] == "O"  # the link to send seats
+    finally:
+        close_all([watcher, friend])
+    result = finish(bot, lines, timeout=30)  # --timeout: the game on is ended, a summary, 0
+    assert result["returncode"] == 0 and result["error"] is None, lines.text()
+    assert "stopping after --timeout 6 s" in lines.text()
+    assert re.search(r"1 games: \d+ won, \d+ drawn, \d+ lost, \d+ aborted", lines.text())
+
+
+def test_sigterm_ends_the_games_like_ctrl_c(site, desk):
+    (desk / "slow.py").write_text(SLOW)
+    token = make_bot(site, desk, "termed")
+    bot = sdk(desk, "slow.py", "--token-file", token, "--opponent", "ai:easy")
+    lines = Lines(bot)
+    lines.when("you are X")
+    bot.send_signal(signal.SIGTERM)
+    result = finish(bot, lines, timeout=30)
+    err = lines.text()
+    assert result["returncode"] == 0 and result["games"] == 1 and "Traceback" not in err, err
+    assert "stopping: ending the games in progress" in err
+
+
+def test_the_token_is_taken_from_an_option_and_never_printed(site, desk):
+    secret = "not-a-real-token-0123456789abcdef"
+    said = {}
+    for args, source in ((["--token", secret], "--token"),
+                         (["--token-file", "missing.token"], "--token-file missing.token")):
+        ran = subprocess.run([sys.executable, "-I", "-S", "sdk.py", "minimax.py", *args],
+                             cwd=desk, text=True, capture_output=True, timeout=60)
+        assert ran.returncode == 1 and secret not in ran.stderr + ran.stdout, ran.stderr
+        assert source in ran.stderr, ran.stderr
+        said[source] = ran.stderr
+    assert "refused the token from --token (wrong, or revoked): make a new token on your " \
+           f"bot's page ({site.url}/bots)" in said["--token"]
+    assert "if you have the token itself, pass it with --token" in said[
+        "--token-file missing.token"]

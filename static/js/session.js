@@ -158,7 +158,9 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /** Join game `id` (or this player's current one); true once its view is on screen. */
   async function join(id, { was = null } = {}) {
-    const answer = await call("join", id ? { game: id } : {});
+    // `?watch=1` on a game link (PROTOCOL v5): watch only, never take a free seat.
+    const watch = new URLSearchParams(location.search).get("watch") === "1";
+    const answer = await call("join", id ? { game: id, ...(watch ? { watch: true } : {}) } : {});
     if (!answer.ok) return joinRefused(id, answer);
     const { game } = answer;
     // A rematch started while we were away and its push was lost. A player is in it only if
