@@ -8,6 +8,8 @@ a classic-only bot ends at once with exit code 2 and what to do.
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import signal
 import subprocess
@@ -174,3 +176,38 @@ def test_the_token_is_taken_from_an_option_and_never_printed(site, desk):
            f"bot's page ({site.url}/bots)" in said["--token"]
     assert "if you have the token itself, pass it with --token" in said[
         "--token-file missing.token"]
+
+
+def shape(value):
+    """A JSON value's shape: its type, a dict's keys with their shapes, a list's first."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return ["list", shape(value[0]) if value else None]
+    return type(value).__name__
+
+
+def test_the_guides_field_examples_have_the_shape_of_a_real_game(site, desk):
+    """Every example in the guide's table of fields has the shape of the same field in a
+    real game a bot plays against the AI (the table's own setting: X, mode "ai")."""
+    token = (desk / make_bot(site, desk, "shaped")).read_text().strip()
+    auth = {"Authorization": f"Bearer {token}"}
+    game = requests.post(site.url + "/api/bot/challenge", headers=auth, timeout=10, json={
+        "opponent": "ai:perfect", "you": "X"}).json()["game"]
+    game = requests.post(f"{site.url}/api/bot/game/{game['id']}/move", headers=auth,
+                         timeout=10, json={"cell": 0}).json()["game"]
+    page = requests.get(site.url + "/bots/guide", timeout=10).text
+    table = page.split('id="game"')[1].split("</table>")[0]
+    rows = re.findall(r"<tr><td><code>(\w+)</code></td><td><code>(.*?)</code></td>", table)
+    assert len(rows) > 20
+    compared = 0
+    for field, example in rows:
+        if field not in game or field in ("reason", "winner", "next", "line"):
+            continue  # not in a classic game on, or null until the game ends
+        value = json.loads(html.unescape(example))
+        if game[field] is None and value is not None:
+            continue
+        assert shape(value) == shape(game[field]), (field, value, game[field])
+        compared += 1
+    assert compared >= 15
+    requests.post(f"{site.url}/api/bot/game/{game['id']}/resign", headers=auth, timeout=10)
