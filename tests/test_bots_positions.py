@@ -211,3 +211,41 @@ def test_the_guides_field_examples_have_the_shape_of_a_real_game(site, desk):
         compared += 1
     assert compared >= 15
     requests.post(f"{site.url}/api/bot/game/{game['id']}/resign", headers=auth, timeout=10)
+
+
+def test_a_bot_has_a_history_with_pages_and_replays_that_name_the_players(site, desk):
+    token = (desk / make_bot(site, desk, "historian")).read_text().strip()
+    auth = {"Authorization": f"Bearer {token}"}
+    played = []
+    for moves in ((), (4,), (0,)):  # resigned at once, and after one move
+        game = requests.post(site.url + "/api/bot/challenge", headers=auth, timeout=10, json={
+            "opponent": "ai:easy", "you": "X"}).json()["game"]
+        for cell in moves:
+            requests.post(f"{site.url}/api/bot/game/{game['id']}/move", headers=auth,
+                          timeout=10, json={"cell": cell})
+        ended = requests.post(f"{site.url}/api/bot/game/{game['id']}/resign", headers=auth,
+                              timeout=10).json()["game"]
+        played.append(ended)
+    first = requests.get(site.url + "/api/bots/historian/games?limit=2", timeout=10).json()
+    assert [g["id"] for g in first["games"]] == [played[2]["id"], played[1]["id"]]
+    assert first["next"] == played[1]["id"]
+    newest = first["games"][0]
+    assert newest["opponent"] == {"kind": "ai", "name": "ai:easy", "level": "easy"}
+    assert (newest["result"], newest["reason"], newest["variant"], newest["you"]) == (
+        "lost", "resign", "classic", "X")
+    assert newest["replay"] == played[2]["replay"] and newest["link"] == f"/g/{played[2]['id']}"
+    assert newest["rated"] is True and abs(newest["ended"] - time.time()) < 60
+    second = requests.get(f"{site.url}/api/bots/historian/games?before={first['next']}",
+                          timeout=10).json()
+    assert [g["id"] for g in second["games"]] == [played[0]["id"]] and second["next"] is None
+    assert second["games"][0]["replay"] is None  # resigned before any move: its game link
+    missing = requests.get(site.url + "/api/bots/nobody-here/games", timeout=10)
+    assert missing.status_code == 404
+    page = requests.get(site.url + "/bot/historian", timeout=10).text
+    assert "Recent games" in page and page.count('class="bot-game is-lost"') == 3
+    assert f'href="{played[2]["replay"]}?g={played[2]["id"]}"' in page
+    assert f'href="/g/{played[0]["id"]}"' in page
+    replay = requests.get(f"{site.url}{played[2]['replay']}?g={played[2]['id']}", timeout=10).text
+    assert "historian (X) vs AI · Easy (O)" in replay and "Show cell numbers" in replay
+    other = requests.get(f"{site.url}{played[2]['replay']}?g={played[1]['id']}", timeout=10).text
+    assert "historian" not in other  # another game's id names nobody on these moves

@@ -1194,6 +1194,8 @@ def _countdown(view: dict, elapsed: float) -> dict:
     """A view with its countdowns run on by `elapsed` seconds (they are not pushed as they run)."""
     view = dict(view, can=sorted(set(view["can"]) - {"claim"}))  # claim follows claimable_in
     for key in ("claimable_in", "time_left"):
+        if key == "time_left" and "open" in (view.get("seats") or {}).values():
+            continue  # not running yet: the time the side on move will have (PROTOCOL v5)
         if view.get(key) is not None:
             view[key] = round(max(0.0, view[key] - elapsed), 1)
     return view

@@ -28,7 +28,14 @@ from ttt.bots import (
     new_player_id,
     new_token,
 )
-from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
+from ttt.bots.book_rules import (
+    HISTORY_KEEP,
+    HISTORY_PAGE,
+    TAKEN,
+    apply_result,
+    page_of,
+    too_many_bots,
+)
 from ttt.bots.names import check_not_posing
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import rollback_if_open, unavailable
@@ -37,6 +44,15 @@ from ttt.store.sqlite_pool import Connections
 
 class Book(Protocol):
     """What the API and the ladder need from bot storage."""
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        """One finished game in a bot's history (PROTOCOL v5), once per game id."""
+        ...
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        """A bot's finished games, newest first, from the one after `before` (a game id)."""
+        ...
 
     def add(self, bot: Bot, limit: int = 0) -> None:
         """Keep a new bot; BotError('conflict') when its name is taken (in any case), and
@@ -98,11 +114,24 @@ class MemoryBook:
     """Bots in this process's memory."""
 
     def __init__(self) -> None:
+        self._histories: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._bots: dict[str, Bot] = {}
         self._rated: set[str] = set()
         self._offers: dict[str, str] = {}
         self._casual: set[str] = set()
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            games = self._histories.setdefault(player, [])
+            if all(old["id"] != entry["id"] for old in games[:50]):
+                games.insert(0, dict(entry))
+                del games[HISTORY_KEEP:]
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(e) for e in page_of(self._histories.get(player, []), before, limit)]
 
     def mark_casual(self, game_id: str) -> None:
         with self._lock:
@@ -192,6 +221,9 @@ CREATE TABLE IF NOT EXISTS bot_games (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS bot_challenges (id TEXT PRIMARY KEY, target TEXT NOT NULL,
                                            made REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS bot_casual (id TEXT PRIMARY KEY, made REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS bot_history (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                                        player TEXT NOT NULL, id TEXT NOT NULL,
+                                        body TEXT NOT NULL, UNIQUE (player, id));
 """
 
 
@@ -286,6 +318,27 @@ class SqliteBook:
                 bot.revoked = True
                 self._write(conn, bot)
         return row is not None
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO bot_history (player, id, body) VALUES (?, ?, ?)",
+                         (player, entry["id"], json.dumps(entry)))
+            conn.execute("DELETE FROM bot_history WHERE player = ? AND seq <= (SELECT seq FROM "
+                         "bot_history WHERE player = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                         (player, player, HISTORY_KEEP))
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            if before is None:
+                rows = conn.execute("SELECT body FROM bot_history WHERE player = ? "
+                                    "ORDER BY seq DESC LIMIT ?", (player, max(1, limit)))
+            else:
+                rows = conn.execute(
+                    "SELECT body FROM bot_history WHERE player = ? AND seq < (SELECT seq FROM "
+                    "bot_history WHERE player = ? AND id = ?) ORDER BY seq DESC LIMIT ?",
+                    (player, player, before, max(1, limit)))
+            return [json.loads(row[0]) for row in rows.fetchall()]
 
     def mark_casual(self, game_id: str) -> None:
         with self._conn() as conn:

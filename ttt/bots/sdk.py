@@ -564,7 +564,10 @@ class Runner:
                 words = {"wins": "won", "losses": "lost", "draws": "a draw",
                          "aborted": "aborted"}[result]
                 reason = f" ({game['reason']})" if game.get("reason") else ""
-                replay = f"; replay: {self.link(game['replay'])}" if game.get("replay") else ""
+                # Every finished game its own link: its replay (with the players' names and
+                # the date), or the game's page when no move was made.
+                replay = (f"; replay: {self.link(game['replay'])}?g={game_id}"
+                          if game.get("replay") else f"; game: {self.link('/g/' + game_id)}")
                 self.log(f"game {game_id} over: {words}{reason}{replay}")
             return
         if "open" in game.get("seats", {}).values() and game_id not in self._live:

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_variants, hash_token
+from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.bots.caps import opponent_in
 from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
@@ -205,6 +206,27 @@ def wrong_method(error):
     if allowed:
         response.headers["Allow"] = ", ".join(allowed)
     return response
+
+
+@bp.get("/api/bots/<name>/games")
+def bot_games(name: str):
+    """A bot's finished games, newest first (PROTOCOL v5): `before` a game id to page on,
+    `limit` at most 100."""
+    def listed():
+        bot = book().by_name(name)
+        if bot is None:
+            raise BotError("not_found", "no such bot")
+        before = request.args.get("before") or None
+        try:
+            limit = min(100, max(1, int(request.args.get("limit", HISTORY_PAGE))))
+        except ValueError:
+            raise BotError("bad_request", "limit must be a whole number") from None
+        games = book().history(bot.player, before, limit)
+        more = len(games) == limit and bool(book().history(bot.player, games[-1]["id"], 1))
+        return jsonify({"ok": True, "bot": bot.name, "games": games,
+                        "next": games[-1]["id"] if more else None})
+
+    return guarded(listed)
 
 
 @bp.get("/api/bots")
