@@ -92,13 +92,11 @@ class Views:
         """What the side on move of a timed game has when its clock starts (PROTOCOL v5:
         `time_left` is a number in every view of a timed game): before both seats are taken,
         and before the first view after a change that puts a bot on move. None when the side
-        on move has no limit (untimed games, a person's turn in an untimed game with a bot);
-        0 once a timed game is over."""
+        on move has no limit (untimed games, a person's turn in an untimed game with a bot)
+        and once the game is over (nobody is on move)."""
         bot_seat = any(is_bot_player(match.seats[m]) for m in SIDES)
-        if match.clock is None and not bot_seat:
+        if match.is_over or (match.clock is None and not bot_seat):
             return None
-        if match.is_over:
-            return 0.0
         turn = match.turn
         limits = []
         if match.clock is not None:
