@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -249,3 +250,60 @@ def test_a_bot_has_a_history_with_pages_and_replays_that_name_the_players(site, 
     assert "historian (X) vs AI · Easy (O)" in replay and "Show cell numbers" in replay
     other = requests.get(f"{site.url}{played[2]['replay']}?g={played[1]['id']}", timeout=10).text
     assert "historian" not in other  # another game's id names nobody on these moves
+
+
+RAISES = '''def pick(game):
+    return game["legal"][99]         # line 2: the bug
+
+
+def move(game):
+    return pick(game)
+'''
+
+
+def failure_report(text: str, game_id: str) -> str:
+    """The report of a failed move, its game id made neutral."""
+    block = text.split("=== your move failed", 1)[1]
+    head, tail = block.split("\nlegal cells", 1)
+    return (head + "\nlegal cells" + tail.split("\n", 1)[0]).replace(game_id, "GAME")
+
+
+def test_local_practice_plays_with_no_server_and_reports_a_failure_as_online(site, desk):
+    local = subprocess.run([sys.executable, "-I", "-S", "sdk.py", "minimax.py", "--local",
+                            "--opponent", "ai:easy", "--games", "4", "--server",
+                            "http://127.0.0.1:9"], cwd=desk, text=True, capture_output=True,
+                           timeout=120)
+    assert local.returncode == 0, local.stderr
+    result = json.loads(local.stdout.strip().splitlines()[-1])
+    assert result["games"] == 4 and result["wins"] + result["draws"] == 4, local.stderr
+    assert "4 games: " in local.stderr and "replay: " in local.stderr
+    (desk / "raises.py").write_text(RAISES)
+    practice = subprocess.run([sys.executable, "-I", "-S", "sdk.py", "raises.py", "--local",
+                               "--games", "1"], cwd=desk, text=True, capture_output=True,
+                              timeout=120)
+    token = make_bot(site, desk, "raises")
+    online = sdk(desk, "raises.py", "--token-file", token, "--opponent", "ai:easy", "--games",
+                 "1")
+    lines = Lines(online)
+    result = finish(online, lines, timeout=60)
+    assert result["errors"] == {"IndexError": 1}, lines.text()
+    there = re.search(r"your move failed in game (\S+) ===", lines.text()).group(1)
+    report = failure_report(practice.stderr, "local-1")
+    assert report == failure_report(lines.text(), there), (practice.stderr, lines.text())
+    assert "line 2, in pick" in report and "IndexError" in report
+    assert report.endswith("you are X, the position:\n  . . .\n  . . .\n  . . .\n"
+                           "legal cells: 0-8")
+    assert json.loads(practice.stdout.strip().splitlines()[-1])["errors"] == {"IndexError": 1}
+
+
+def test_local_practice_plays_ultimate_and_another_bot_file(desk):
+    (desk / "random_ultimate.py").write_text(
+        (Path(__file__).resolve().parents[1] / "examples" / "bots" / "random_ultimate.py")
+        .read_text())
+    ran = subprocess.run([sys.executable, "-I", "-S", "sdk.py", "random_ultimate.py", "--local",
+                          "--variant", "ultimate", "--opponent", "random_ultimate.py",
+                          "--games", "2"], cwd=desk, text=True, capture_output=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.strip().splitlines()[-1])["games"] == 2
+    assert "/r/u/" in ran.stderr and "you are O" in ran.stderr
