@@ -307,3 +307,21 @@ def test_local_practice_plays_ultimate_and_another_bot_file(desk):
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout.strip().splitlines()[-1])["games"] == 2
     assert "/r/u/" in ran.stderr and "you are O" in ran.stderr
+
+
+def test_a_print_in_move_shows_at_once_when_the_output_is_a_pipe(desk):
+    (desk / "chatty.py").write_text('import time\n\n\ndef move(game):\n'
+                                    '    print("thinking about", game["id"])\n'
+                                    '    time.sleep(20)\n    return game["legal"][0]\n')
+    process = subprocess.Popen([sys.executable, "-I", "-S", "sdk.py", "chatty.py", "--local",
+                                "--games", "1"], cwd=desk, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    try:
+        began = time.monotonic()
+        # Block-buffered, it would never come: the child is stopped after 8.5 s, unflushed.
+        assert process.stdout.readline() == "thinking about local-1\n"
+        assert time.monotonic() - began < 15
+    finally:
+        process.kill()
+        process.wait(30)
+        process.stdout.close()

@@ -138,6 +138,21 @@ def test_the_child_process_is_stopped_when_move_takes_too_long(tmp_path):
         assert time.monotonic() - began < 5
         assert cell is None and problem.kind == "too slow"
         assert problem.text.startswith("your move took longer than 0.5 s")
+        # Where it was stuck: the program's own line, none of the SDK's frames (issue 40).
+        assert "it was here:" in problem.text and "slowbot.py\", line 5, in move" in \
+            problem.text and "time.sleep(60)" in problem.text, problem.text
+        assert "sdk.py" not in problem.text
         assert mover({"board": "." * 9, "legal": [5]}, 20) == (5, None)  # a new child plays on
     finally:
         mover.close()
+
+
+def test_a_bad_return_gets_the_hint_that_fits():
+    game = {"legal": [0, 4], "board": "." * 9}
+    hints = {None: "did you forget `return`?", "4": "return an int: return 4, not '4'",
+             4.0: "return an int: return 4, not 4.0", (1, 1): "return row * 3 + column",
+             "X" * 9: "a board?"}
+    for returned, hint in hints.items():
+        cell, problem = judge(game, returned)
+        assert cell is None and hint in problem.text, (returned, problem.text)
+    assert judge(game, 4) == (4, None)
