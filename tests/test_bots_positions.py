@@ -224,8 +224,11 @@ def test_a_bot_has_a_history_with_pages_and_replays_that_name_the_players(site, 
         for cell in moves:
             requests.post(f"{site.url}/api/bot/game/{game['id']}/move", headers=auth,
                           timeout=10, json={"cell": cell})
+        failure = {"kind": "IndexError", "text": "Traceback ...\nIndexError"} if not moves \
+            else None  # what the SDK sends when move failed
         ended = requests.post(f"{site.url}/api/bot/game/{game['id']}/resign", headers=auth,
-                              timeout=10).json()["game"]
+                              timeout=10, json={"failure": failure} if failure else {}
+                              ).json()["game"]
         played.append(ended)
     first = requests.get(site.url + "/api/bots/historian/games?limit=2", timeout=10).json()
     assert [g["id"] for g in first["games"]] == [played[2]["id"], played[1]["id"]]
@@ -240,6 +243,10 @@ def test_a_bot_has_a_history_with_pages_and_replays_that_name_the_players(site, 
                           timeout=10).json()
     assert [g["id"] for g in second["games"]] == [played[0]["id"]] and second["next"] is None
     assert second["games"][0]["replay"] is None  # resigned before any move: its game link
+    assert "failure" not in second["games"][0]  # the public never reads a program's failure
+    owned = requests.get(f"{site.url}/api/bots/historian/games?before={first['next']}",
+                         headers=auth, timeout=10).json()["games"]
+    assert owned[0]["failure"] == {"kind": "IndexError", "text": "Traceback ...\nIndexError"}
     missing = requests.get(site.url + "/api/bots/nobody-here/games", timeout=10)
     assert missing.status_code == 404
     page = requests.get(site.url + "/bot/historian", timeout=10).text

@@ -54,6 +54,14 @@ class Book(Protocol):
         """A bot's finished games, newest first, from the one after `before` (a game id)."""
         ...
 
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        """What went wrong with the bot's move in that game (its SDK says, when resigning)."""
+        ...
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        """The failures noted for these games of the bot (its owner sees them)."""
+        ...
+
     def add(self, bot: Bot, limit: int = 0) -> None:
         """Keep a new bot; BotError('conflict') when its name is taken (in any case), and
         BotError('not_allowed') when its maker already has `limit` live bots (0: no cap)."""
@@ -115,6 +123,7 @@ class MemoryBook:
 
     def __init__(self) -> None:
         self._histories: dict[str, list[dict[str, Any]]] = {}
+        self._failures: dict[str, dict[str, dict[str, str]]] = {}
         self._lock = threading.Lock()
         self._bots: dict[str, Bot] = {}
         self._rated: set[str] = set()
@@ -132,6 +141,18 @@ class MemoryBook:
                 limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(e) for e in page_of(self._histories.get(player, []), before, limit)]
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        with self._lock:
+            noted = self._failures.setdefault(player, {})
+            noted[game_id] = dict(failure)
+            while len(noted) > HISTORY_KEEP:
+                del noted[next(iter(noted))]
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        with self._lock:
+            noted = self._failures.get(player, {})
+            return {g: dict(noted[g]) for g in game_ids if g in noted}
 
     def mark_casual(self, game_id: str) -> None:
         with self._lock:
@@ -224,6 +245,9 @@ CREATE TABLE IF NOT EXISTS bot_casual (id TEXT PRIMARY KEY, made REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS bot_history (seq INTEGER PRIMARY KEY AUTOINCREMENT,
                                         player TEXT NOT NULL, id TEXT NOT NULL,
                                         body TEXT NOT NULL, UNIQUE (player, id));
+CREATE TABLE IF NOT EXISTS bot_failures (player TEXT NOT NULL, id TEXT NOT NULL,
+                                         body TEXT NOT NULL, made REAL NOT NULL,
+                                         PRIMARY KEY (player, id));
 """
 
 
@@ -339,6 +363,22 @@ class SqliteBook:
                     "bot_history WHERE player = ? AND id = ?) ORDER BY seq DESC LIMIT ?",
                     (player, player, before, max(1, limit)))
             return [json.loads(row[0]) for row in rows.fetchall()]
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM bot_failures WHERE made < ?", (time.time() - 90 * 86400,))
+            conn.execute("INSERT OR REPLACE INTO bot_failures (player, id, body, made) "
+                         "VALUES (?, ?, ?, ?)", (player, game_id, json.dumps(failure),
+                                                 time.time()))
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        if not game_ids:
+            return {}
+        marks = ", ".join("?" * len(game_ids))
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT id, body FROM bot_failures WHERE player = ? "  # noqa: S608
+                                f"AND id IN ({marks})", (player, *game_ids)).fetchall()
+        return {row[0]: json.loads(row[1]) for row in rows}
 
     def mark_casual(self, game_id: str) -> None:
         with self._conn() as conn:

@@ -147,6 +147,19 @@ class RedisBook:
                    self.redis.lrange(self._key("history", player), 0, HISTORY_KEEP - 1)]
         return page_of(entries, before, limit)
 
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        key = self._key("failures", player)
+        pipe = self.redis.pipeline()
+        pipe.hset(key, game_id, json.dumps(failure))
+        pipe.expire(key, 90 * 86400)
+        pipe.execute()
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        if not game_ids:
+            return {}
+        found = self.redis.hmget(self._key("failures", player), game_ids)
+        return {g: json.loads(body) for g, body in zip(game_ids, found, strict=True) if body}
+
     def mark_casual(self, game_id: str) -> None:
         self.redis.set(f"{self.PREFIX}casual:{game_id}", 1, ex=30 * 24 * 3600)
 

@@ -653,13 +653,15 @@ class Runner:
         self.show(f"\n=== your move failed in game {game.get('id')} ===\n"
                   f"{explain(game, problem)}\nresigning this game: "
                   f"{self.link('/g/' + str(game.get('id')))}\n")
-        self._end(game)
+        self._end(game, {"kind": problem.kind, "text": explain(game, problem)})
 
-    def _end(self, game: dict[str, Any]) -> None:
-        """Resign a game (abort it when it may still be called off without a result)."""
+    def _end(self, game: dict[str, Any], failure: dict[str, str] | None = None) -> None:
+        """Resign a game (abort it when it may still be called off without a result); a
+        failed move's story goes with it (the bot's history shows it to its owner)."""
         action = "abort" if "abort" in game.get("can", ()) and "resign" not in \
             game.get("can", ()) else "resign"
-        answer = self.api.call(f"/api/bot/game/{game['id']}/{action}")
+        answer = self.api.call(f"/api/bot/game/{game['id']}/{action}",
+                               {"failure": failure} if failure else None)
         if answer.get("ok") and answer.get("game"):
             self.events.put({"type": "game", "game": answer["game"]})
 

@@ -119,11 +119,12 @@ def example(name: str):
 def bot_page(name: str):
     person = ensure_player()
     bot = bot_or_404(name)
-    return render_template("bot.html", bot=card(bot), error=None,
-                           mine=bool(bot.maker) and bot.maker == person, **history_of(bot))
+    mine = bool(bot.maker) and bot.maker == person
+    return render_template("bot.html", bot=card(bot), error=None, mine=mine,
+                           **history_of(bot, mine))
 
 
-def history_of(bot: Any) -> dict[str, Any]:
+def history_of(bot: Any, mine: bool = False) -> dict[str, Any]:
     """A page of the bot's finished games (PROTOCOL v5), from `?before=<id>`: the games, the
     id the next page starts after (None on the last), and whether this is the first page."""
     before = request.args.get("before") or None
@@ -137,6 +138,13 @@ def history_of(bot: Any) -> dict[str, Any]:
         game["date"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(game.get("ended") or 0))
     more = len(games) > HISTORY_PAGE
     games = games[:HISTORY_PAGE]
+    if mine:  # its maker sees why its program resigned
+        try:
+            noted = book().failures(bot.player, [game["id"] for game in games])
+        except StoreUnavailable:
+            noted = {}
+        for game in games:
+            game["failure"] = noted.get(game["id"])
     return {"games": games, "older": games[-1]["id"] if more else None,
             "newest": before is not None}
 
