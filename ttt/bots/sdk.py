@@ -725,8 +725,11 @@ class Runner:
             self.log("stopping: ending the games in progress")
         self._drain()
         for game_id in list(self._live):
-            game = self._views.get(game_id)
-            if game is not None and game.get("status") == "playing":
+            # A game stopped before its first view was kept (Ctrl-C right after it came) is
+            # resigned all the same: the server refuses what no longer applies.
+            game = self._views.get(game_id) or {"id": game_id, "status": "playing",
+                                                "can": ["resign"]}
+            if game.get("status") == "playing":
                 with contextlib.suppress(OSError, http.client.HTTPException, Unauthorized):
                     self._end(game)
         self._drain()
