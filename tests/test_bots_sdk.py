@@ -29,19 +29,25 @@ class FakeApi:
                                      "seats": {"X": "human", "O": "open"}, "you": "X"}}
 
 
-def view(rev: int, can=("move",), status="playing") -> dict:
+def view(rev: int, can=("move",), status="playing", moves=(), seats=None) -> dict:
+    board = "".join("X" if i in moves[::2] else "O" if i in moves[1::2] else "."
+                    for i in range(9))
     return {"id": "g", "rev": rev, "can": list(can), "status": status, "you": "X",
-            "seats": {"X": "human", "O": "ai"}, "winner": None, "board": "." * 9,
-            "legal": list(range(9))}
+            "seats": seats or {"X": "human", "O": "ai"}, "winner": None, "board": board,
+            "moves": list(moves), "turn": "X", "legal": [i for i in range(9) if i not in moves]}
 
 
-def test_the_runner_answers_each_revision_once_and_counts_each_game_once():
+def test_the_runner_answers_each_position_once_and_counts_each_game_once():
+    """PROTOCOL v5: one answer per position (a later view of the same board, a presence
+    change's new rev, is not asked again), none before both seats are taken, and an older
+    view overtaken by a newer one is not answered."""
     api = FakeApi()
     runner = Runner(api, lambda game: game["legal"][0])
-    for game in (view(1), view(1), view(0), view(3), view(4, can=[], status="draw"),
-                 view(4, can=[], status="draw")):
+    for game in (view(0, seats={"X": "human", "O": "open"}), view(1), view(1), view(0),
+                 view(3), view(5, moves=(0, 4)), view(4, moves=(0, 4)), view(6, moves=(0, 4)),
+                 view(7, can=[], status="draw"), view(7, can=[], status="draw")):
         runner._game(game)
-    assert [c for c in api.calls if c[0] == "move"] == [("move", ("g", 0))] * 2
+    assert [c for c in api.calls if c[0] == "move"] == [("move", ("g", 0)), ("move", ("g", 1))]
     assert (runner.tally.draws, runner.tally.games) == (1, 1)
 
 
@@ -132,6 +138,21 @@ def test_the_child_process_is_stopped_when_move_takes_too_long(tmp_path):
         assert time.monotonic() - began < 5
         assert cell is None and problem.kind == "too slow"
         assert problem.text.startswith("your move took longer than 0.5 s")
+        # Where it was stuck: the program's own line, none of the SDK's frames (issue 40).
+        assert "it was here:" in problem.text and "slowbot.py\", line 5, in move" in \
+            problem.text and "time.sleep(60)" in problem.text, problem.text
+        assert "sdk.py" not in problem.text
         assert mover({"board": "." * 9, "legal": [5]}, 20) == (5, None)  # a new child plays on
     finally:
         mover.close()
+
+
+def test_a_bad_return_gets_the_hint_that_fits():
+    game = {"legal": [0, 4], "board": "." * 9}
+    hints = {None: "did you forget `return`?", "4": "return an int: return 4, not '4'",
+             4.0: "return an int: return 4, not 4.0", (1, 1): "return row * 3 + column",
+             "X" * 9: "a board?"}
+    for returned, hint in hints.items():
+        cell, problem = judge(game, returned)
+        assert cell is None and hint in problem.text, (returned, problem.text)
+    assert judge(game, 4) == (4, None)

@@ -156,7 +156,7 @@ def test_dead_end_three_a_rematch_never_pulls_in_a_player_who_did_not_ask(quick_
 def test_a_timed_game_ends_by_itself_for_both_players_and_a_spectator(quick_claims):
     ana, ben = quick_claims(), quick_claims()
     game = ana.call("new_game", {"mode": "friend", "you": "X", "clock": 10})["game"]
-    assert game["clock"] == 10 and game["time_left"] is None  # waiting for a friend
+    assert game["clock"] == 10 and game["time_left"] == 30  # waiting for a friend: v5, a number
     assert game["first_move"] is None
     joined = ben.call("join", {"game": game["id"]})["game"]
     assert 29 < joined["time_left"] <= 30  # a fair start: the first-move window

@@ -247,6 +247,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
             line = list(Board.from_moves(game.moves).outcome().line)
         claimable = self._claimable_in(game, role)
         left = None if game.deadline is None or game.over else max(0.0, game.deadline - self.now)
+        if left is None and game.clock is not None and not game.over:  # v5: not yet running
+            left = 30.0 if game.played < 2 else float(game.clock)
         return {
             "id": game.id, "mode": game.mode, "variant": "classic", "level": game.level,
             "board": board_of(game.moves), "turn": game.turn, "status": game.status,
@@ -1197,6 +1199,8 @@ def _countdown(view: dict, elapsed: float) -> dict:
     """A view with its countdowns run on by `elapsed` seconds (they are not pushed as they run)."""
     view = dict(view, can=sorted(set(view["can"]) - {"claim"}))  # claim follows claimable_in
     for key in ("claimable_in", "time_left"):
+        if key == "time_left" and "open" in (view.get("seats") or {}).values():
+            continue  # not running yet: the time the side on move will have (PROTOCOL v5)
         if view.get(key) is not None:
             view[key] = round(max(0.0, view[key] - elapsed), 1)
     return view

@@ -450,7 +450,8 @@ class Table:
         if "game" in payload:
             match = self._load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
-                    and not match.is_over and None in match.seats.values()):
+                    and not match.is_over and None in match.seats.values()
+                    and payload.get("watch") is not True):  # `watch`: never a seat (v5)
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 self._take_creation(player, self.presence.connection(sid).address)

@@ -13,11 +13,13 @@ from typing import Any
 from ttt import wire
 from ttt.bots import is_bot_player
 from ttt.limits import Limits
-from ttt.match import AI, CLOCKS, MODES, SIDES, Match, other
+from ttt.match import AI, CLOCKS, FIRST_MOVE, MODES, SIDES, Match, other
 from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
 from ttt.variants import VARIANTS, record_key
+
+BOT_MOVE_SECONDS = 10.0  # a bot's move deadline when the store says none (ttt.bots.referee's)
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 
@@ -79,6 +81,8 @@ class Views:
         game = wire.view(match, role, online=online,
                          claimable_in=self.claimable_in(match, role, online),
                          watchers=watchers, now=self.clock())
+        if game["time_left"] is None:  # a clock not yet running: the side on move's full limit
+            game["time_left"] = self.full_time(match)
         # The row of the record this game counts in, made here so no client builds it.
         game["record_key"] = record_key(match.variant, match.level) if match.level else None
         bots = [m for m in SIDES if is_bot_player(match.seats[m])]
@@ -90,6 +94,23 @@ class Views:
             game["budget"] = self.thinker.budget_of(match.id) or full
             game["budget_full"] = full  # the level's own time: less in `budget` is a crowd
         return game
+
+    def full_time(self, match: Match) -> float | None:
+        """What the side on move of a timed game has when its clock starts (PROTOCOL v5:
+        `time_left` is a number in every view of a timed game): before both seats are taken,
+        and before the first view after a change that puts a bot on move. None when the side
+        on move has no limit (untimed games, a person's turn in an untimed game with a bot)
+        and once the game is over (nobody is on move)."""
+        bot_seat = any(is_bot_player(match.seats[m]) for m in SIDES)
+        if match.is_over or (match.clock is None and not bot_seat):
+            return None
+        turn = match.turn
+        limits = []
+        if match.clock is not None:
+            limits.append(FIRST_MOVE if match.opening else float(match.clock))
+        if turn is not None and is_bot_player(match.seats[turn]):
+            limits.append(float(getattr(self.store, "move_seconds", BOT_MOVE_SECONDS)))
+        return min(limits) if limits else None
 
     @staticmethod
     def roles(match: Match) -> tuple[str, ...]:

@@ -76,8 +76,10 @@ export function createClock(chips, { onLow }) {
   function render(game) {
     if (game === view) return;
     const timed = Boolean(game.clock);
+    // While a seat is open `time_left` is the time the move will have (PROTOCOL v5): still.
     const running = timed && game.status === "playing" && game.time_left !== null
-      && game.time_left !== undefined && game.turn;
+      && game.time_left !== undefined && game.turn
+      && !Object.values(game.seats ?? {}).includes("open");
     const before = side;
     view = game;
     side = running ? game.turn : null;

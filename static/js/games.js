@@ -35,7 +35,8 @@ export function createGames({ section, list }, { call }) {
       if (line.your_turn) link.classList.add("is-your-turn");
       const shown = { ...line };
       // The side on move's time runs: counted down here between two answers.
-      if (shown.time_left !== null && shown.time_left !== undefined && shown.turn) {
+      if (shown.time_left !== null && shown.time_left !== undefined && shown.turn
+          && shown.seated !== false) {
         shown.time_left = Math.max(0, shown.time_left - elapsed);
       }
       const [who, what] = gameWords(shown);

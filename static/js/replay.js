@@ -60,6 +60,11 @@ function step(to) {
   if (to in targets && targets[to] !== state.ply) go(targets[to]);
 }
 
+// "Show cell numbers": each square shows the number a bot returns, and so does each move.
+byId("show-cells")?.addEventListener("change", (event) => {
+  root.classList.toggle("show-cells", event.target.checked);
+});
+
 // The page arrives at the final position, drawn by the server; this adds the stepping.
 review.open({
   moves,

@@ -42,7 +42,10 @@ function moveItem(ply, cell, side, variant) {
   const mark = document.createElement("span");
   mark.className = "move-side";
   mark.textContent = side;
-  item.append(number, " ", mark, ` ${squareWords(cell, variant)}`);
+  const numbered = document.createElement("span");
+  numbered.className = "move-cell"; // shown with "Show cell numbers" (replays)
+  numbered.textContent = ` · ${formatted(cell)}`;
+  item.append(number, " ", mark, ` ${squareWords(cell, variant)}`, numbered);
   return item;
 }
 

@@ -32,6 +32,11 @@ function addressGame() {
   return location.pathname.match(/^\/g\/([A-Za-z0-9_-]{16,64})$/)?.[1] ?? null;
 }
 
+/** True on a watch-only link (`?watch=1`, PROTOCOL v5): never take a free seat. */
+function watching() {
+  return new URLSearchParams(location.search).get("watch") === "1";
+}
+
 /** Keep the view on screen on this device, to draw before the socket is up (and offline). */
 function remember(game, link) {
   if (!game?.id || !game.you) return;
@@ -189,7 +194,9 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /** Join game `id` (or this player's current one); true once its view is on screen. */
   async function join(id, { was = null, back = false } = {}) {
-    return settle(id, await call("join", id ? { game: id } : {}), { was, back });
+    // `?watch=1` on a game link (PROTOCOL v5): watch only, never take a free seat.
+    const payload = id ? { game: id, ...(watching() ? { watch: true } : {}) } : {};
+    return settle(id, await call("join", payload), { was, back });
   }
 
   /** The answer of a join of game `id` (sent, or ridden on the connect): shown. */

@@ -90,9 +90,10 @@ def test_a_person_makes_a_bot_sees_its_token_once_and_finds_it_on_the_ladder(ope
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"{name} is made")
     token = page.get_by_label("Token").input_value()
     assert len(token) >= 43
-    # The first command is the one-file client the site serves, which knows this site.
+    # The first command is the one-file client the site serves, which knows this site; it
+    # starts a first game (issue 40: without --opponent it would only wait).
     expect(page.locator(".bot-command").first).to_have_text(
-        "python3 sdk.py mybot.py --token-file mybot.token")
+        "python3 sdk.py mybot.py --token-file mybot.token --opponent ai:easy --games 4")
     expect(page.locator(".bot-hint").last).to_contain_text(
         f"python -m ttt bot run mybot.py --server {live_server} --token-file mybot.token")
     # The Copy button puts the token on the clipboard (or selects it where there is none).

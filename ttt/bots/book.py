@@ -28,7 +28,14 @@ from ttt.bots import (
     new_player_id,
     new_token,
 )
-from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
+from ttt.bots.book_rules import (
+    HISTORY_KEEP,
+    HISTORY_PAGE,
+    TAKEN,
+    apply_result,
+    page_of,
+    too_many_bots,
+)
 from ttt.bots.names import check_not_posing
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import rollback_if_open, unavailable
@@ -37,6 +44,23 @@ from ttt.store.sqlite_pool import Connections
 
 class Book(Protocol):
     """What the API and the ladder need from bot storage."""
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        """One finished game in a bot's history (PROTOCOL v5), once per game id."""
+        ...
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        """A bot's finished games, newest first, from the one after `before` (a game id)."""
+        ...
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        """What went wrong with the bot's move in that game (its SDK says, when resigning)."""
+        ...
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        """The failures noted for these games of the bot (its owner sees them)."""
+        ...
 
     def add(self, bot: Bot, limit: int = 0) -> None:
         """Keep a new bot; BotError('conflict') when its name is taken (in any case), and
@@ -98,11 +122,37 @@ class MemoryBook:
     """Bots in this process's memory."""
 
     def __init__(self) -> None:
+        self._histories: dict[str, list[dict[str, Any]]] = {}
+        self._failures: dict[str, dict[str, dict[str, str]]] = {}
         self._lock = threading.Lock()
         self._bots: dict[str, Bot] = {}
         self._rated: set[str] = set()
         self._offers: dict[str, str] = {}
         self._casual: set[str] = set()
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            games = self._histories.setdefault(player, [])
+            if all(old["id"] != entry["id"] for old in games[:50]):
+                games.insert(0, dict(entry))
+                del games[HISTORY_KEEP:]
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(e) for e in page_of(self._histories.get(player, []), before, limit)]
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        with self._lock:
+            noted = self._failures.setdefault(player, {})
+            noted[game_id] = dict(failure)
+            while len(noted) > HISTORY_KEEP:
+                del noted[next(iter(noted))]
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        with self._lock:
+            noted = self._failures.get(player, {})
+            return {g: dict(noted[g]) for g in game_ids if g in noted}
 
     def mark_casual(self, game_id: str) -> None:
         with self._lock:
@@ -192,6 +242,12 @@ CREATE TABLE IF NOT EXISTS bot_games (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS bot_challenges (id TEXT PRIMARY KEY, target TEXT NOT NULL,
                                            made REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS bot_casual (id TEXT PRIMARY KEY, made REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS bot_history (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                                        player TEXT NOT NULL, id TEXT NOT NULL,
+                                        body TEXT NOT NULL, UNIQUE (player, id));
+CREATE TABLE IF NOT EXISTS bot_failures (player TEXT NOT NULL, id TEXT NOT NULL,
+                                         body TEXT NOT NULL, made REAL NOT NULL,
+                                         PRIMARY KEY (player, id));
 """
 
 
@@ -286,6 +342,43 @@ class SqliteBook:
                 bot.revoked = True
                 self._write(conn, bot)
         return row is not None
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO bot_history (player, id, body) VALUES (?, ?, ?)",
+                         (player, entry["id"], json.dumps(entry)))
+            conn.execute("DELETE FROM bot_history WHERE player = ? AND seq <= (SELECT seq FROM "
+                         "bot_history WHERE player = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                         (player, player, HISTORY_KEEP))
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            if before is None:
+                rows = conn.execute("SELECT body FROM bot_history WHERE player = ? "
+                                    "ORDER BY seq DESC LIMIT ?", (player, max(1, limit)))
+            else:
+                rows = conn.execute(
+                    "SELECT body FROM bot_history WHERE player = ? AND seq < (SELECT seq FROM "
+                    "bot_history WHERE player = ? AND id = ?) ORDER BY seq DESC LIMIT ?",
+                    (player, player, before, max(1, limit)))
+            return [json.loads(row[0]) for row in rows.fetchall()]
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM bot_failures WHERE made < ?", (time.time() - 90 * 86400,))
+            conn.execute("INSERT OR REPLACE INTO bot_failures (player, id, body, made) "
+                         "VALUES (?, ?, ?, ?)", (player, game_id, json.dumps(failure),
+                                                 time.time()))
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        if not game_ids:
+            return {}
+        marks = ", ".join("?" * len(game_ids))
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT id, body FROM bot_failures WHERE player = ? "  # noqa: S608
+                                f"AND id IN ({marks})", (player, *game_ids)).fetchall()
+        return {row[0]: json.loads(row[1]) for row in rows}
 
     def mark_casual(self, game_id: str) -> None:
         with self._conn() as conn:

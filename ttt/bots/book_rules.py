@@ -7,10 +7,22 @@ imports another back (tests/test_import_cycles.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ttt.bots import Bot, BotError, elo, outcome_of
 from ttt.replies import N_
 
 TAKEN = N_("that bot name is taken")
+HISTORY_PAGE = 20    # games a page of a bot's history (PROTOCOL v5)
+HISTORY_KEEP = 1000  # games kept per bot (the oldest are forgotten)
+
+
+def page_of(entries: list[dict[str, Any]], before: str | None, limit: int) -> list[dict[str, Any]]:
+    """The page of a newest-first history that starts after the game `before`."""
+    if before is not None:
+        ids = [entry["id"] for entry in entries]
+        entries = entries[ids.index(before) + 1:] if before in ids else []
+    return entries[:max(1, limit)]
 
 
 def too_many_bots(limit: int) -> BotError:

@@ -10,7 +10,14 @@ import json
 from typing import Any
 
 from ttt.bots import Bot, BotError
-from ttt.bots.book_rules import TAKEN, apply_result, too_many_bots
+from ttt.bots.book_rules import (
+    HISTORY_KEEP,
+    HISTORY_PAGE,
+    TAKEN,
+    apply_result,
+    page_of,
+    too_many_bots,
+)
 from ttt.store import StoreUnavailable
 
 # KEYS: name, id, token, the set of all, the maker's set of live bots.
@@ -124,6 +131,34 @@ class RedisBook:
         if revoked and revoked.maker:  # no longer counts against its maker's cap
             self.redis.srem(self._key("maker", revoked.maker), player)
         return bool(revoked)
+
+    def remember(self, player: str, entry: dict[str, Any]) -> None:
+        # A list per bot, newest first, and a set of its ids so a game is listed once.
+        if not self.redis.sadd(self._key("history-ids", player), entry["id"]):
+            return
+        pipe = self.redis.pipeline()
+        pipe.lpush(self._key("history", player), json.dumps(entry))
+        pipe.ltrim(self._key("history", player), 0, HISTORY_KEEP - 1)
+        pipe.execute()
+
+    def history(self, player: str, before: str | None = None,
+                limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        entries = [json.loads(body) for body in
+                   self.redis.lrange(self._key("history", player), 0, HISTORY_KEEP - 1)]
+        return page_of(entries, before, limit)
+
+    def note_failure(self, player: str, game_id: str, failure: dict[str, str]) -> None:
+        key = self._key("failures", player)
+        pipe = self.redis.pipeline()
+        pipe.hset(key, game_id, json.dumps(failure))
+        pipe.expire(key, 90 * 86400)
+        pipe.execute()
+
+    def failures(self, player: str, game_ids: list[str]) -> dict[str, dict[str, str]]:
+        if not game_ids:
+            return {}
+        found = self.redis.hmget(self._key("failures", player), game_ids)
+        return {g: json.loads(body) for g, body in zip(game_ids, found, strict=True) if body}
 
     def mark_casual(self, game_id: str) -> None:
         self.redis.set(f"{self.PREFIX}casual:{game_id}", 1, ex=30 * 24 * 3600)

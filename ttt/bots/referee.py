@@ -14,7 +14,7 @@ from typing import Any
 
 from ttt.bots import is_bot_player
 from ttt.bots.book import Book
-from ttt.match import Match, results
+from ttt.match import AI, SIDES, Match, other, results
 from ttt.store import Caps, Change, Update, as_update
 
 MOVE_SECONDS = 10.0
@@ -24,6 +24,27 @@ def bot_on_move(match: Match) -> bool:
     """Whether the side on move is a bot."""
     turn = match.turn
     return turn is not None and is_bot_player(match.seats.get(turn))
+
+
+def history_entry(match: Match, side: str, rated: bool, book: Any) -> dict[str, Any]:
+    """A finished game as the bot at `side` lists it (PROTOCOL v5's bot history)."""
+    foe = other(side)
+    seat = match.seats.get(foe)
+    if seat == AI:
+        opponent = {"kind": "ai", "name": f"ai:{match.level}", "level": match.level}
+    elif is_bot_player(seat):
+        bot = book.by_player(seat)
+        opponent = {"kind": "bot", "name": bot.name if bot else None}
+    else:
+        opponent = {"kind": "person" if seat else "nobody", "name": match.names.get(foe)}
+    result = ("aborted" if match.status == "aborted" else "draw" if match.status == "draw"
+              else "won" if match.winner == side else "lost")
+    reason = (match.finish.termination.value if match.status == "aborted" and match.finish
+              else match.reason)
+    return {"id": match.id, "you": side, "opponent": opponent, "variant": match.variant,
+            "rated": rated, "result": result, "reason": reason, "moves": len(match.moves),
+            "ended": round(match.updated, 3), "link": f"/g/{match.id}",
+            "replay": match.rules.replay_path(match.moves)}
 
 
 def with_deadline(before: Match | None, after: Match, seconds: float) -> Match:
@@ -80,12 +101,22 @@ class Referee:
         done = self._store.update(game_id, timed)
         if done is not None:
             before, after = done
+            if after.is_over and not before.is_over:
+                self._remember(after)
             if (after.is_over and not before.is_over and after.status != "aborted"
                     and after.mode == "friend" and after.start == 0
                     and all(is_bot_player(after.seats[m]) for m in ("X", "O"))):
                 self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner,
                                after.variant)
         return done
+
+    def _remember(self, match: Match) -> None:
+        """Each bot seat's line in its history (PROTOCOL v5): whom it played, how it ended."""
+        rated = not self._casual(match) and match.start == 0
+        for side in SIDES:
+            player = match.seats.get(side)
+            if is_bot_player(player):
+                self.book.remember(player, history_entry(match, side, rated, self.book))
 
     def _casual(self, match: Match) -> bool:
         """Whether a game a bot sits in was started casual (`"rated": false`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_variants, hash_token
+from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.bots.caps import opponent_in
 from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
@@ -160,9 +161,13 @@ def act(bot: Bot, game_id: str, action: str):
     if action not in ACTIONS:
         raise BotError("not_found", "no such action")
     body = {**payload(), "game": game_id}
+    failure = body.pop("failure", None)  # why the bot's SDK resigns (its owner's history)
     if action == "rematch":
         room_for(bot, opponent_in(table().store, game_id, bot.player))
     done = run(connect(bot), action, body)
+    if done.get("ok") and action in ("resign", "abort") and isinstance(failure, dict):
+        book().note_failure(bot.player, game_id, {
+            "kind": str(failure.get("kind", ""))[:80], "text": str(failure.get("text", ""))[:4000]})
     if action == "rematch" and done.get("started"):
         seat_from(done, bot)
     return answer(done)
@@ -205,6 +210,37 @@ def wrong_method(error):
     if allowed:
         response.headers["Allow"] = ", ".join(allowed)
     return response
+
+
+def owner_asks(bot: Bot) -> bool:
+    """Whether the request carries this bot's own token."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return scheme == "Bearer" and bool(token) and hash_token(token.strip()) == bot.token_hash
+
+
+@bp.get("/api/bots/<name>/games")
+def bot_games(name: str):
+    """A bot's finished games, newest first (PROTOCOL v5): `before` a game id to page on,
+    `limit` at most 100."""
+    def listed():
+        bot = book().by_name(name)
+        if bot is None:
+            raise BotError("not_found", "no such bot")
+        before = request.args.get("before") or None
+        try:
+            limit = min(100, max(1, int(request.args.get("limit", HISTORY_PAGE))))
+        except ValueError:
+            raise BotError("bad_request", "limit must be a whole number") from None
+        games = book().history(bot.player, before, limit)
+        more = len(games) == limit and bool(book().history(bot.player, games[-1]["id"], 1))
+        if owner_asks(bot):  # its own token: each game's failure too
+            noted = book().failures(bot.player, [g["id"] for g in games])
+            for game in games:
+                game["failure"] = noted.get(game["id"])
+        return jsonify({"ok": True, "bot": bot.name, "games": games,
+                        "next": games[-1]["id"] if more else None})
+
+    return guarded(listed)
 
 
 @bp.get("/api/bots")

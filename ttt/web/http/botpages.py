@@ -8,7 +8,9 @@ A person plays a bot through an ordinary friend game: made on the person's own a
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Any
 
 from flask import (
     Blueprint,
@@ -25,8 +27,10 @@ from flask_babel import gettext as _
 
 import ttt.bots.sdk
 from ttt.bots import Bot, BotError, check_name
+from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.match import SIDES
 from ttt.replies import N_
+from ttt.store import StoreUnavailable
 from ttt.table import refusal, valid_id
 from ttt.web.http.botkit import (
     NOT_JSON,
@@ -40,7 +44,7 @@ from ttt.web.http.botkit import (
     seat_from,
     table,
 )
-from ttt.web.http.pages import ensure_player, from_this_site, site_url
+from ttt.web.http.pages import GAME_ID, ensure_player, from_this_site, site_url
 from ttt.web.i18n import said
 from ttt.web.realtime.events import client_address
 
@@ -115,8 +119,34 @@ def example(name: str):
 def bot_page(name: str):
     person = ensure_player()
     bot = bot_or_404(name)
-    return render_template("bot.html", bot=card(bot), error=None,
-                           mine=bool(bot.maker) and bot.maker == person)
+    mine = bool(bot.maker) and bot.maker == person
+    return render_template("bot.html", bot=card(bot), error=None, mine=mine,
+                           **history_of(bot, mine))
+
+
+def history_of(bot: Any, mine: bool = False) -> dict[str, Any]:
+    """A page of the bot's finished games (PROTOCOL v5), from `?before=<id>`: the games, the
+    id the next page starts after (None on the last), and whether this is the first page."""
+    before = request.args.get("before") or None
+    if before is not None and not GAME_ID.fullmatch(before):
+        before = None
+    try:
+        games = book().history(bot.player, before, HISTORY_PAGE + 1)
+    except StoreUnavailable:
+        games = []
+    for game in games:
+        game["date"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(game.get("ended") or 0))
+    more = len(games) > HISTORY_PAGE
+    games = games[:HISTORY_PAGE]
+    if mine:  # its maker sees why its program resigned
+        try:
+            noted = book().failures(bot.player, [game["id"] for game in games])
+        except StoreUnavailable:
+            noted = {}
+        for game in games:
+            game["failure"] = noted.get(game["id"])
+    return {"games": games, "older": games[-1]["id"] if more else None,
+            "newest": before is not None}
 
 
 def give_seat(person: str, game_id: str, opponent: str) -> dict:

@@ -9,7 +9,9 @@ import io
 import json
 import re
 import secrets
+import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import segno
@@ -27,6 +29,7 @@ from flask_babel import gettext as _
 from werkzeug.exceptions import NotFound
 
 from ttt import analysis
+from ttt.match import AI
 from ttt.rules import Board
 from ttt.variants import VARIANTS
 from ttt.web import i18n
@@ -215,7 +218,7 @@ def replay(moves: str):
             "winner": outcome.winner if outcome else None,
             "line": list(outcome.line) if outcome and outcome.line else None,
             "over": outcome is not None}
-    return render_template("replay.html", replay=data, moves=moves)
+    return render_template("replay.html", replay=data, moves=moves, played=played_by(cells))
 
 
 @bp.get("/r/u/<moves>")
@@ -234,7 +237,27 @@ def replay_ultimate(moves: str):
             "winner": outcome.winner if outcome else None,
             "line": list(outcome.line) if outcome and outcome.line else None,
             "over": outcome is not None}
-    return render_template("replay_ultimate.html", replay=data)
+    return render_template("replay_ultimate.html", replay=data, played=played_by(cells))
+
+
+def played_by(cells: list[int]) -> dict[str, Any] | None:
+    """Who played the game `?g=<id>` names, and when it ended, for its replay (issue 40):
+    only while the game is stored and its moves are these (a link cannot name other players)."""
+    game_id = request.args.get("g", "")
+    match = get_store().get(game_id) if GAME_ID.fullmatch(game_id) else None
+    if match is None or list(match.moves) != cells:
+        return None
+
+    levels = {"easy": _("Easy"), "medium": _("Medium"), "hard": _("Hard"),
+              "perfect": _("Perfect")}
+
+    def name(side: str) -> str:
+        if match.seats.get(side) == AI:
+            return _("AI · %(level)s", level=levels.get(match.level or "", match.level))
+        return match.names.get(side) or (_("Player 1") if side == "X" else _("Player 2"))
+
+    ended = time.strftime("%Y-%m-%d %H:%M", time.gmtime(match.updated))
+    return {"X": name("X"), "O": name("O"), "date": ended, "id": match.id}
 
 
 @bp.app_errorhandler(404)
