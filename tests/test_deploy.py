@@ -60,7 +60,8 @@ def stack(tmp_path_factory):
                "TTT_TRUSTED_PROXIES": "127.0.0.1", "TTT_DRAIN_SECONDS": "15",
                # every simulated player shares 127.0.0.1: lift the per-address limits
                "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000",
-               "TTT_UNJOINED_PER_ADDRESS": "100000"}
+               "TTT_UNJOINED_PER_ADDRESS": "100000", "TTT_EVENTS_PER_ADDRESS": "0",
+               "TTT_PAGES_PER_ADDRESS": "0"}
         backends = []
         nofile = int(shipped(UNIT, "LimitNOFILE"))  # as systemd would start them
         for i in (1, 2):
