@@ -7,13 +7,15 @@ another address measured in the same run, before and during (`make bench-abuse`)
 - event flood: 150 cookies from one address sending `join {}`, 900 a second in all (the
   issue's; `--rate 0`: as fast as one thread sends); the honest player's move p50/p99.
 - page flood: one cookie fetching `GET /` 56 times a second (16 threads); the same.
+- front flood (`--only front`): 3,000 slow bodies from one address through deploy/'s nginx in
+  front of two gunicorn processes and Redis; /healthz from another address, and the 429s.
 
 The honest player plays pass-and-play moves every 0.1 s from 10.250.0.1 (bench.flood.Honest);
 the floods come from 10.66.0.x through X-Forwarded-For (the server trusts 127.0.0.1), the slow
 bodies from 127.0.0.2 on their own sockets. `--root DIR` runs another tree's server (a
 `git worktree` of an older commit: the "before"). Loopback only; every loop is bounded.
 
-    python -m bench.abuse [--only slow,events,pages] [--root DIR] [--seconds 10]
+    python -m bench.abuse [--only slow,events,pages,front] [--root DIR] [--seconds 10]
                           [--rate 900] [--json]
 """
 
@@ -104,6 +106,48 @@ def slow_bodies(server: FloodServer, count: int = 1000) -> dict[str, Any]:
         for s in slow:
             s.close()
     return {"scenario": "slow bodies", "connections": len(slow),
+            "healthz_before": f"{before}/40", "healthz_during": f"{during}/40"}
+
+
+def front_flood(count: int = 3000) -> dict[str, Any]:
+    """deploy/'s stack (redis, two gunicorn gevent processes, nginx from deploy/'s files, its
+    workers cut to 4,096 connections for this machine's descriptors): `count` connections
+    from 127.0.0.2 with whole headers and a body that never comes; /healthz through the front
+    from 127.0.0.3 before and during, and what nginx answered the flood within 1 s."""
+    import tempfile
+
+    from bench.front import stack
+    from tests.stack import DEPLOY, UNIT, shipped
+
+    work = Path(tempfile.mkdtemp(prefix="ttt-abuse-front-"))
+    main = work / "nginx-main.conf"
+    main.write_text((DEPLOY / "nginx-main.conf").read_text()
+                    .replace("worker_connections 10240;", "worker_connections 4096;")
+                    .replace("worker_rlimit_nofile 20480;", "worker_rlimit_nofile 8192;"))
+    redis, backends, nginx = stack(work, int(shipped(UNIT, "LimitNOFILE")), main)
+    flood: list[socket.socket] = []
+    try:
+        before = healthz_from(nginx.port, "127.0.0.3")
+        for _ in range(count):
+            s = socket.create_connection(("127.0.0.1", nginx.port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            s.sendall(b"POST /api/bots HTTP/1.1\r\nHost: ttt\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: 4000\r\n\r\n{")
+            flood.append(s)
+        during = healthz_from(nginx.port, "127.0.0.3")
+        refused = 0
+        for s in flood:
+            s.settimeout(0.001 if refused else 1.0)
+            with contextlib.suppress(OSError):
+                refused += s.recv(16).startswith(b"HTTP/1.1 429")
+    finally:
+        for s in flood:
+            s.close()
+        nginx.stop()
+        for backend in backends:
+            backend.stop()
+        redis.stop()
+    return {"scenario": "front flood", "connections": len(flood), "refused_429": refused,
             "healthz_before": f"{before}/40", "healthz_during": f"{during}/40"}
 
 
@@ -231,6 +275,11 @@ def run(only: list[str], root: Path | None, seconds: float,
         note("abuse", "slow bodies (under 1,024 descriptors)")
         with StockServer("threading", {}, root=root) as server:
             rows.append(slow_bodies(server))
+    if "front" in only:
+        note("abuse", "a connection flood through deploy/'s nginx")
+        rows.append(front_flood())
+    if not {"events", "pages"} & set(only):
+        return rows
     with FloodServer("threading", {"TTT_CREATE_RATE": "100000"}, root=root) as server:
         honest = Honest(server.url).start()
         try:
@@ -251,7 +300,8 @@ def run(only: list[str], root: Path | None, seconds: float,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="slow,events,pages")
+    parser.add_argument("--only", default="slow,events,pages",
+                        help="any of slow,events,pages,front (front: needs redis and nginx)")
     parser.add_argument("--root", type=Path, help="another tree's server (the before)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=900.0,
@@ -267,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         if row["scenario"] == "slow bodies":
             print(f"slow bodies: {row['connections']} from one address; /healthz from another "
+                  f"{row['healthz_before']} before, {row['healthz_during']} during")
+            continue
+        if row["scenario"] == "front flood":
+            print(f"front flood: {row['connections']} slow bodies from one address through "
+                  f"nginx, {row['refused_429']} refused 429 at once; /healthz from another "
                   f"{row['healthz_before']} before, {row['healthz_during']} during")
             continue
         quiet, during = row["quiet"], row["during"]

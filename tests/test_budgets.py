@@ -181,3 +181,35 @@ def test_a_bots_about_refuses_bidi_controls_and_line_separators(hidden):
 
 def test_a_bots_about_keeps_ordinary_text():
     assert check_about("plays the centre first\nthen the corners, é ü 日本").startswith("plays")
+
+
+# --- event frames past the budget ---------------------------------------------------------------
+
+class Frames:
+    """A websocket that hands out these frames, then None (closed)."""
+
+    def __init__(self, frames: list) -> None:
+        self.frames = list(frames)
+
+    def wait(self):
+        return self.frames.pop(0) if self.frames else None
+
+
+def test_event_frames_past_twice_the_budget_are_dropped_unread_but_never_a_move():
+    from types import SimpleNamespace
+
+    from ttt.web.transport.defences import FrameCheck
+
+    budgets = Budgets(events_per_address=1, pages_per_address=0)  # frames: 2 a second, 4 at once
+    frames = ['42["join",{}]'] * 10 + ['421["move",{"game":"g","cell":0}]'] * 3 + ["2"]
+    check = FrameCheck(Frames(frames), SimpleNamespace(in_upgrade=False, sid="s"), 4096,
+                       budgets, lambda sid: "10.9.0.1")
+    read = []
+    while (frame := check.wait()) is not None:
+        read.append(frame)
+    assert read.count('42["join",{}]') == 4, read  # the burst; the rest never decoded
+    assert read[-4:] == ['421["move",{"game":"g","cell":0}]'] * 3 + ["2"]
+    assert budgets.refused["frames"] == 6
+    other = FrameCheck(Frames(['42["join",{}]']), SimpleNamespace(in_upgrade=False, sid="t"),
+                       4096, budgets, lambda sid: "10.9.0.2")
+    assert other.wait() == '42["join",{}]'  # another address: its own budget
