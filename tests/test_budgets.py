@@ -213,3 +213,15 @@ def test_event_frames_past_twice_the_budget_are_dropped_unread_but_never_a_move(
     other = FrameCheck(Frames(['42["join",{}]']), SimpleNamespace(in_upgrade=False, sid="t"),
                        4096, budgets, lambda sid: "10.9.0.2")
     assert other.wait() == '42["join",{}]'  # another address: its own budget
+
+
+def test_a_head_request_never_leaves_its_page_in_the_cache(limited):
+    """The language menu of a non-GET page links home: such a copy is not kept."""
+    limited.extensions["ttt_budgets"].pages = 0
+    _, sio = player(limited)
+    game = call(sio, "new_game", {"mode": "local"})["game"]["id"]
+    sio.disconnect()
+    web = limited.test_client()
+    assert web.head(f"/g/{game}").status_code == 200
+    page = web.get(f"/g/{game}").get_data(as_text=True)
+    assert f'href="/g/{game}?lang=fr"' in page

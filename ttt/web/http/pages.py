@@ -198,7 +198,8 @@ def _page(game_id: str | None):
         # The page's words in the player's language only (a few kB), beside the game's choices.
         page = render_template("index.html", game_id=game_id,
                                config={**get_table().config(), "words": i18n.page_words()})
-        if len(pages) < 4 * len(i18n.LANGUAGES):
+        # Only a GET's: the language menu of any other method's page links to the home page.
+        if request.method == "GET" and len(pages) < 4 * len(i18n.LANGUAGES):
             pages[key] = page.replace(game_id, GAME_SLOT) if game_id else page
         return page
     if game_id:
