@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-front bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -107,6 +107,12 @@ capacity: $(STAMP)
 # and gevent, an honest player's p99 beside it; ARGS="--hold 500,1000,2000" for what one holds.
 bench-flood: $(STAMP)
 	$(PY) -m bench.flood $(ARGS)
+
+# Issue 41's front-door attacks on `python app.py` (slow bodies, an event flood of 150 cookies,
+# a page flood of one cookie), an honest player from another address before and during each.
+# ARGS="--root /path/to/older/tree" for the before; through nginx: tests/test_deploy.py.
+bench-abuse: $(STAMP)
+	$(PY) -m bench.abuse $(ARGS)
 
 # 1,800 websockets from 10 loopback addresses through deploy/'s nginx to two gunicorn processes
 # under the unit's LimitNOFILE (needs redis-server, nginx); ARGS="--stock" for the old limits.

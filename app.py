@@ -54,7 +54,8 @@ def serve_until_term(app, host: str, port: int) -> None:
     # What socketio.run does, with a handle to stop it, and bounds (ttt/web/transport/serving.py).
     server = BoundedServer(host, port, app,
                            cap=settings.connection_cap(settings.descriptor_limit()),
-                           header_seconds=float(os.environ.get("TTT_HEADER_SECONDS", "10")))
+                           header_seconds=float(os.environ.get("TTT_HEADER_SECONDS", "10")),
+                           body_seconds=float(os.environ.get("TTT_BODY_SECONDS", "10")))
     drain = app.extensions["ttt_drain"]
 
     def stop(signum, frame) -> None:

@@ -59,7 +59,8 @@ def live_server(tmp_path_factory):
     # Every test client comes from 127.0.0.1: one address must not limit them all.
     server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "live-test",
                      "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000",
-                     "TTT_UNJOINED_PER_ADDRESS": "100000",
+                     "TTT_UNJOINED_PER_ADDRESS": "100000", "TTT_EVENTS_PER_ADDRESS": "0",
+                     "TTT_PAGES_PER_ADDRESS": "0",
                      # A departure is told after 1 s, not 5 (PROTOCOL v5's blip).
                      "TTT_BLIP": "1"},
                     log=log).start()

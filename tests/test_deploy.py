@@ -60,7 +60,8 @@ def stack(tmp_path_factory):
                "TTT_TRUSTED_PROXIES": "127.0.0.1", "TTT_DRAIN_SECONDS": "15",
                # every simulated player shares 127.0.0.1: lift the per-address limits
                "TTT_CREATE_RATE": "100000", "TTT_MAX_LIVE_PER_ADDRESS": "100000",
-               "TTT_UNJOINED_PER_ADDRESS": "100000"}
+               "TTT_UNJOINED_PER_ADDRESS": "100000", "TTT_EVENTS_PER_ADDRESS": "0",
+               "TTT_PAGES_PER_ADDRESS": "0"}
         backends = []
         nofile = int(shipped(UNIT, "LimitNOFILE"))  # as systemd would start them
         for i in (1, 2):
@@ -360,6 +361,15 @@ def test_the_shipped_files_add_up():
     docs = (ROOT / "docs" / "deploy.md").read_text()
     for figure in ("LimitNOFILE=8192", "worker_connections 10240", "worker_rlimit_nofile 20480"):
         assert figure in docs, figure
+    # Budgets per address at the front (issue 41): above the app's websockets per address,
+    # far below one worker; each number in the docs.
+    per_address = int(shipped(DEPLOY / "nginx.conf", "limit_conn ttt_conn"))
+    app_cap = int(settings.DEFAULTS["TTT_MAX_CONNECTIONS_PER_ADDRESS"])
+    assert app_cap < per_address <= 2 * app_cap and per_address * 10 < worker_connections
+    for directive in ("limit_conn ttt_conn", "limit_req zone=ttt_pages", "limit_req zone=ttt_api",
+                      "client_header_timeout", "client_body_timeout", "send_timeout"):
+        value = shipped(DEPLOY / "nginx.conf", directive)
+        assert f"{directive} {value}" in docs, (directive, value)
 
 
 def test_systemd_analyze_verifies_the_unit(tmp_path):
@@ -483,6 +493,122 @@ def test_a_slowloris_from_one_address_does_not_stop_healthz(tmp_path):
             s.close()
         server.stop()
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_slow_bodies_from_one_address_do_not_stop_healthz(tmp_path):
+    """Issue 41's first finding: 1,000 `POST /api/bots` with `Content-Length: 4000` and one
+    byte of body from one address, under the stock 1,024 descriptors, held every thread
+    (`/healthz` from another address 0 of 40). Now a body counts as still being sent: past
+    the address's share each is refused at once (503, no thread), the rest cut at the body
+    deadline (5 s here, 408), and another address's /healthz answers 40 of 40."""
+    from bench.common import raise_nofile
+    from ttt.web.transport.serving import waiting_cap
+
+    raise_nofile()
+    need_binary("prlimit")
+    nofile = 1024
+    body_seconds = 5
+    server = LimitedApp(nofile, {**limited_env(tmp_path), "TTT_BODY_SECONDS": str(body_seconds)},
+                        tmp_path / "server.log")
+    slow: list[socket.socket] = []
+    try:
+        opening = time.monotonic()
+        for _ in range(1000):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            slow.append(s)
+            s.sendall(b"POST /api/bots HTTP/1.1\r\nHost: ttt\r\nContent-Type: application/json"
+                      b"\r\nContent-Length: 4000\r\n\r\n{")
+        opening = time.monotonic() - opening
+        served = sum(answer_ms(server.url + "/healthz")[0] == 200 for _ in range(40))
+        print(f"{len(slow)} slow bodies; /healthz from another address {served}/40")
+        assert served >= 39, served
+        refused = cut = 0
+        deadline = time.monotonic() + body_seconds + 60
+        for s in slow:
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                data = s.recv(64)  # a timeout here fails the test: a request kept for good
+            except ConnectionResetError:
+                data = b""
+            if data.startswith(b"HTTP/1.1 503"):
+                refused += 1
+            elif data.startswith(b"HTTP/1.1 408") or data == b"":
+                cut += 1
+        # At most `waiting` at a time: more only as the first are cut while the flood opens.
+        waiting = waiting_cap(settings.connection_cap(nofile))
+        waves = 1 + int(opening / body_seconds)
+        assert cut <= waiting * waves and refused + cut == len(slow), (
+            refused, cut, waiting, opening)
+        assert quick(server.url + "/healthz") < 100
+    finally:
+        for s in slow:
+            s.close()
+        server.stop()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_a_connection_flood_from_one_address_leaves_the_front_to_the_others(stack, tmp_path):
+    """Issue 41's second finding: nginx had no per-address limit, and one address's
+    connections filled its workers (`/healthz` through the front 0 of 16 from another
+    address). Here deploy/'s own site file in front of the stack's processes, its workers
+    given 4,096 connections each (not 10,240: the test's own descriptors are the limit):
+    3,000 connections from one address, each with its headers whole and a body that never
+    comes. Past 300 they get 429 at once (before: all 3,000 held for nginx's default 60 s);
+    the others are cut at client_body_timeout; another address is served throughout. Then a
+    request flood from one address: 429 past its burst and rate, while another's is served."""
+    from bench.common import raise_nofile
+
+    raise_nofile()
+    _, backends, _ = stack
+    main = tmp_path / "nginx-main.conf"
+    text = (DEPLOY / "nginx-main.conf").read_text()
+    main.write_text(text.replace("worker_connections 10240;", "worker_connections 4096;")
+                    .replace("worker_rlimit_nofile 20480;", "worker_rlimit_nofile 8192;"))
+    nginx = Nginx(nginx_binary(), tmp_path / "nginx", [b.port for b in backends], main=main)
+    flood: list[socket.socket] = []
+    try:
+        for _ in range(3000):
+            s = socket.create_connection(("127.0.0.1", nginx.port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            flood.append(s)
+            s.sendall(b"POST /api/bots HTTP/1.1\r\nHost: ttt\r\nContent-Type: application/json"
+                      b"\r\nContent-Length: 4000\r\n\r\n{")
+        served = sum(answer_ms(nginx.url + "/healthz")[0] == 200 for _ in range(40))
+        print(f"{len(flood)} connections from one address; /healthz from another {served}/40")
+        assert served >= 39, served
+        refused = cut = 0
+        deadline = time.monotonic() + 10 + 60
+        for s in flood:
+            s.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                data = s.recv(64)  # a timeout here fails the test: a connection kept for good
+            except ConnectionResetError:
+                data = b""
+            if data.startswith(b"HTTP/1.1 429"):
+                refused += 1
+            elif data.startswith(b"HTTP/1.1 408") or data == b"":
+                cut += 1
+        print(f"{refused} refused at once (429), {cut} cut at the body timeout")
+        assert cut <= 300 and refused + cut == len(flood), (refused, cut)
+        # A page flood from one address: past its burst, 429; another address's page is served.
+        # 8 at a time (as a page's loads come): the burst (100) answered, then 10 a second.
+        from concurrent.futures import ThreadPoolExecutor
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(lambda _: answer_ms(nginx.url + "/healthz", "127.0.0.3")[0],
+                                     range(320)))
+        allowed = 100 + 10 * (time.monotonic() - started) + 10  # + a few in flight at the ends
+        print(f"page flood: {statuses.count(200)} answered, {statuses.count(429)} refused")
+        assert set(statuses) <= {200, 429} and 100 <= statuses.count(200) <= allowed, statuses
+        assert answer_ms(nginx.url + "/", "127.0.0.1")[0] == 200
+    finally:
+        for s in flood:
+            s.close()
+        nginx.stop()
+    log = (tmp_path / "nginx" / "error.log").read_text()
+    assert "worker_connections are not enough" not in log, log[-2000:]
 
 
 # --- readiness, the maintenance page, the rolling restart (issue 27) ---------------------------

@@ -8,6 +8,11 @@ function refusal(code) {
   return { ok: false, error: { code, message: "" } };
 }
 
+/** A watch-only game link (`?watch=1`, PROTOCOL v5): its joins never take a free seat. */
+function watchOnly() {
+  return new URLSearchParams(location.search).get("watch") === "1";
+}
+
 /**
  * Connect to the server. Handlers are registered here, once: registering them
  * inside the connect callback would add them again on every reconnect.
@@ -22,7 +27,7 @@ export function connect({
   // every connect and reconnect, and its answer comes as `joined` before `connect` fires.
   const socket = io({
     autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true,
-    auth: (send) => send({ protocol: 5, game: joining() }),
+    auth: (send) => send({ protocol: 5, game: joining(), ...(watchOnly() ? { watch: true } : {}) }),
   });
 
   socket.on("connect", () => onConnect());

@@ -94,7 +94,9 @@ def quick_server(tmp_path_factory):
     """The base URL of a real server whose claims open after 2 seconds away, not 60."""
     log = tmp_path_factory.mktemp("quick") / "server.log"
     server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "quick-test",
-                     "TTT_CLAIM_AFTER": "2", "TTT_BLIP": "1"}, log=log).start()
+                     "TTT_CLAIM_AFTER": "2", "TTT_BLIP": "1",  # every browser comes from 127.0.0.1:
+                     "TTT_EVENTS_PER_ADDRESS": "0", "TTT_PAGES_PER_ADDRESS": "0"},
+                    log=log).start()
     yield server.url
     server.stop()
 

@@ -18,6 +18,9 @@ from ttt.replies import N_
 
 NAME = re.compile(r"[A-Za-z0-9_-]{3,24}", re.ASCII)
 ABOUT_LENGTH = 280
+# What a bot's text never holds (issue 41): bidi controls (U+202A-U+202E, U+2066-U+2069: they
+# reorder whatever a page shows after them), line and paragraph separators, NEL, and DEL.
+HIDDEN = re.compile("[\u007f\u0085\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 # A bot's player id: "bot-" and 22 random characters, 26 in all. A person's id (the signed
 # cookie's) is always exactly 22 characters, so no person can ever be taken for a bot.
 PLAYER_PREFIX = "bot-"
@@ -48,6 +51,8 @@ def check_about(about: Any) -> str:
         raise BotError("bad_request", N_("about must be text"))
     about = about.strip()
     if len(about) > ABOUT_LENGTH or any(ord(c) < 32 and c != "\n" for c in about):
+        raise BotError("bad_request", f"about has at most {ABOUT_LENGTH} printable characters")
+    if HIDDEN.search(about):
         raise BotError("bad_request", f"about has at most {ABOUT_LENGTH} printable characters")
     return about
 

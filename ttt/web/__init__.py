@@ -38,7 +38,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from ttt.web import i18n
     from ttt.web.http import botsite, pages
     from ttt.web.realtime import sockets
+    from ttt.web.transport import budgets
 
+    app.extensions["ttt_budgets"] = budgets.from_config(app.config)  # per address prefix
+    app.before_request(budgets.bounded_headers)
     i18n.init_app(app)
     app.register_blueprint(pages.bp)
     socketio = sockets.init_app(app)

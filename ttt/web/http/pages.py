@@ -36,6 +36,7 @@ from ttt.web import i18n
 from ttt.web.extensions import get_store, get_table
 from ttt.web.http import assets
 from ttt.web.ops import health
+from ttt.web.transport.admission import address_of
 
 bp = Blueprint("pages", __name__)
 
@@ -143,7 +144,11 @@ def _compress(response):
             or not response.mimetype.startswith(COMPRESSIBLE)):
         return response
     etag = response.headers.get("ETag")
-    cached = _gzipped.get((request.path, etag)) if etag else None
+    # The home page, the same for every visitor of a language: compressed once (its key,
+    # set by _page, names the app's cached copy).
+    page_key = getattr(response, "ttt_page_key", None)
+    zipped_pages = current_app.extensions.setdefault("ttt_pages_gzip", {}) if page_key else {}
+    cached = (_gzipped.get((request.path, etag)) if etag else zipped_pages.get(page_key))
     if cached is None:
         response.direct_passthrough = False
         body = response.get_data()
@@ -155,19 +160,62 @@ def _compress(response):
         cached = gzip.compress(body, compresslevel=9 if etag else 6)
         if etag and len(_gzipped) < 256:  # static files: compress each version once
             _gzipped[(request.path, etag)] = cached
+        elif page_key and len(zipped_pages) < 4 * len(i18n.LANGUAGES):
+            zipped_pages[page_key] = cached
     response.direct_passthrough = False
     response.set_data(cached)
     response.headers["Content-Encoding"] = "gzip"
     response.headers["Vary"] = "Accept-Encoding"
     return response
 
+# Where a game page's id goes in its cached copy (ids are [A-Za-z0-9_-]: never this).
+GAME_SLOT = "\x00game\x00"
+
+
+def paced(view):
+    """The view behind the address prefix's page budget (ttt.web.transport.budgets): past
+    it, 429 with Retry-After and no rendering."""
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        budgets = current_app.extensions.get("ttt_budgets")
+        if budgets is not None and budgets.pages:
+            player = session.get("pid")
+            address = address_of(request.environ, current_app.config["TTT_TRUSTED_PROXIES"])
+            if not budgets.page(address, player if isinstance(player, str) else None):
+                return ("too many pages from your address: wait a moment", 429,
+                        {"Content-Type": "text/plain; charset=utf-8", "Retry-After": "1",
+                         "Cache-Control": "no-store"})
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
 def _page(game_id: str | None):
-    # The page's words in the player's language only (a few kB), beside the game's choices.
-    return render_template("index.html", game_id=game_id,
-                           config={**get_table().config(), "words": i18n.page_words()})
+    """The game page, rendered once per language (and kind: home or a game's link) in this
+    process, which is one version of the app; a game's link gets its id put in. Nothing in
+    it is per request: the CSP has no nonce, the cookie is a header (issue 41: a render was
+    ~17 ms of CPU, and one cookie's 56 pages a second took a process)."""
+    pages = current_app.extensions.setdefault("ttt_pages", {})
+    key = (i18n.current(), game_id is not None)
+    page = pages.get(key)
+    if page is None:
+        # The page's words in the player's language only (a few kB), beside the game's choices.
+        page = render_template("index.html", game_id=game_id,
+                               config={**get_table().config(), "words": i18n.page_words()})
+        # Only a GET's: the language menu of any other method's page links to the home page.
+        if request.method == "GET" and len(pages) < 4 * len(i18n.LANGUAGES):
+            pages[key] = page.replace(game_id, GAME_SLOT) if game_id else page
+        return page
+    if game_id:
+        return page.replace(GAME_SLOT, game_id)
+    response = current_app.response_class(page, mimetype="text/html")
+    response.ttt_page_key = key  # type: ignore[attr-defined]  # compressed once too
+    return response
 
 
 @bp.get("/")
+@paced
 def index():
     ensure_player()
     return _page(None)
@@ -180,6 +228,7 @@ def config():
 
 
 @bp.get("/g/<game_id>")
+@paced
 def game(game_id: str):
     # A dead or expired link gets the friendly not-found page (still a 404) with a way on.
     if not GAME_ID.fullmatch(game_id) or get_store().get(game_id) is None:
@@ -204,6 +253,7 @@ def qr(game_id: str):
 
 
 @bp.get("/r/<moves>")
+@paced
 def replay(moves: str):
     """A read-only replay of the game whose cells were played in this order (`/r/40812`)."""
     if not CLASSIC_MOVES.fullmatch(moves):
@@ -222,6 +272,7 @@ def replay(moves: str):
 
 
 @bp.get("/r/u/<moves>")
+@paced
 def replay_ultimate(moves: str):
     """A read-only replay of an ultimate game, its cells (0..80) in order: `/r/u/40.36.4`."""
     if not ULTIMATE_MOVES.fullmatch(moves):

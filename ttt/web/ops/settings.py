@@ -63,6 +63,8 @@ DEFAULTS: dict[str, Any] = dict(
     TTT_MAX_CONNECTIONS_PER_ADDRESS=200,  # all processes: a school behind one NAT fits
     TTT_MAX_OPEN_CONNECTIONS=None,     # in flight in this process (see OPEN_CONNECTIONS)
     TTT_CREATE_RATE=30.0,              # new games a minute per player and per address
+    TTT_EVENTS_PER_ADDRESS=100.0,      # events a second per address prefix (transport.budgets)
+    TTT_PAGES_PER_ADDRESS=20.0,        # rendered pages a second per address prefix
     TTT_UNJOINED_PER_PLAYER=10,        # friend links waiting for a friend, per person
     TTT_UNJOINED_PER_ADDRESS=60,       # such links made per half hour from one address
     TTT_CLAIM_AFTER=60.0,              # seconds away before the opponent may claim
@@ -127,7 +129,8 @@ def _env_config() -> dict[str, Any]:
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
     for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_BLIP", "TTT_CREATE_RATE",
-                "TTT_BOT_MOVE_SECONDS", "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER"):
+                "TTT_BOT_MOVE_SECONDS", "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER",
+                "TTT_EVENTS_PER_ADDRESS", "TTT_PAGES_PER_ADDRESS"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",

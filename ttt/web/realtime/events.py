@@ -17,6 +17,7 @@ from ttt.table import Push, Table, player_room, refusal
 from ttt.web.extensions import hub_of
 from ttt.web.ops.metrics import refused_connection, unhandled
 from ttt.web.transport.admission import address_of
+from ttt.web.transport.budgets import Budgets
 from ttt.web.transport.engine_hooks import emit_here, room_members
 
 log = logging.getLogger("ttt.events")
@@ -59,9 +60,11 @@ def _show(server: Any, sid: str, target: str) -> None:
 
 
 def register(socketio: SocketIO, table: Table, config: Any,
-             watch: Callable[[str, Callable], Callable] | None = None) -> None:
+             watch: Callable[[str, Callable], Callable] | None = None,
+             budgets: Budgets | None = None) -> None:
     """Attach every event handler to this SocketIO object (`config`: the app's, read live;
-    `watch(name, handler)`: the handler measured, logged and drained, ttt.web.transport.drain)."""
+    `watch(name, handler)`: the handler measured, logged and drained, ttt.web.transport.drain;
+    `budgets`: the events' budget per address prefix, ttt.web.transport.budgets)."""
     server = socketio.server
 
     def versioned(sid: str, answer: dict) -> dict:
@@ -73,6 +76,10 @@ def register(socketio: SocketIO, table: Table, config: Any,
         """One event of a connection, through the table: its pushes sent, its answer made."""
         if not table.presence.take_token(sid, config["TTT_RATE_LIMIT"]):
             return refusal("rate_limited", "slow down")
+        if budgets is not None and budgets.events:  # the address prefix's, all cookies
+            conn = table.presence.connection(sid)
+            if conn is not None and not budgets.event(conn.origin, name, bool(conn.seats)):
+                return refusal("rate_limited", "too many events from your address: slow down")
         step = functools.partial(table.handle, name, sid, payload)
         while True:
             try:
@@ -138,7 +145,10 @@ def _register_connections(socketio: SocketIO, table: Table,
             # before the connect's own packet (a client keeps events until it is connected),
             # to this connection only, never through the queue (it is here).
             game = auth["game"]
-            answer = join(request.sid, {} if game is None else {"game": game})
+            payload = {} if game is None else {"game": game}
+            if game is not None and auth.get("watch") is True:
+                payload["watch"] = True  # a watch link's connect never takes a seat
+            answer = join(request.sid, payload)
             emit_here(socketio.server, "joined", answer, request.sid, [])
         return True
 

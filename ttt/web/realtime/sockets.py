@@ -132,7 +132,8 @@ def init_app(app: Flask) -> SocketIO:
         # cors_allowed_origins left at its default: same origin only.
     )
     table = app.extensions["ttt_table"]
-    events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch)
+    events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch,
+                    budgets=app.extensions.get("ttt_budgets"))
     defences.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
     app.wsgi_app = app.extensions["ttt_admission"] = Admission(  # type: ignore[method-assign]

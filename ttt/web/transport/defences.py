@@ -27,13 +27,17 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from engineio import packet as eio_packet
 from flask import Flask
 from flask_socketio import SocketIO
 
+from ttt.limits import prefix_of
 from ttt.web.transport import engine_hooks
+from ttt.web.transport.admission import address_of
+from ttt.web.transport.budgets import Budgets
 from ttt.web.transport.guard import Guard
 
 log = logging.getLogger("ttt.guard")
@@ -62,7 +66,18 @@ def install(app: Flask, socketio: SocketIO) -> Guard:
     eio = server.eio
     max_bytes = min(int(app.config["TTT_MAX_MESSAGE_BYTES"]), int(eio.max_http_buffer_size))
     engine_hooks.never_wait_on_disconnect(server)
-    engine_hooks.on_websockets(server, lambda ws, session: FrameCheck(ws, session, max_bytes))
+    budgets = app.extensions.get("ttt_budgets")
+    trusted = app.config["TTT_TRUSTED_PROXIES"]
+
+    def prefix_for(sid: str) -> str:
+        """The address prefix of an Engine.IO session (its handshake's environ, which
+        python-socketio keeps by Engine.IO sid)."""
+        environ = getattr(server, "environ", {}).get(sid)
+        return prefix_of(address_of(environ, trusted)) if environ else ""
+
+    engine_hooks.on_websockets(server, lambda ws, session: FrameCheck(
+        ws, session, max_bytes, budgets if budgets is not None and budgets.events else None,
+        prefix_for))
     hello = float(app.config.get("TTT_HELLO_SECONDS",
                                  os.environ.get("TTT_HELLO_SECONDS", HELLO_SECONDS)))
     if hello > 0:
@@ -167,11 +182,16 @@ class FrameCheck:
     with a traceback: such frames are dropped, with one log line per connection.
     """
 
-    def __init__(self, ws: Any, session: engine_hooks.WebSocketSession, max_bytes: int) -> None:
+    def __init__(self, ws: Any, session: engine_hooks.WebSocketSession, max_bytes: int,
+                 budgets: Budgets | None = None,
+                 prefix_for: Callable[[str], str] | None = None) -> None:
         self._ws = ws
         self._session = session
         self._max_bytes = max_bytes
         self._noted = False
+        self._budgets = budgets          # the address's event frames (issue 41)
+        self._prefix_for = prefix_for
+        self._prefix: str | None = None
 
     def __getattr__(self, name: str) -> Any:  # the socket Engine.IO sets a timeout on, ...
         return getattr(self._ws, name)
@@ -201,7 +221,19 @@ class FrameCheck:
             if not decodable(data):
                 self._note("dropped a junk websocket frame")
                 continue
+            if self._budgets is not None and self._past_budget(data):
+                self._note("dropped events past the address's budget")
+                continue
             return data
+
+    def _past_budget(self, data: Any) -> bool:
+        """Whether this frame is a Socket.IO event (not a `move`) past its address prefix's
+        frame budget (ttt.web.transport.budgets.FRAME_TIMES): dropped before any decoding."""
+        if not isinstance(data, str) or not data.startswith("42") or '"move"' in data[2:16]:
+            return False
+        if self._prefix is None:
+            self._prefix = self._prefix_for(self._session.sid) if self._prefix_for else ""
+        return not self._budgets.frame(self._prefix)
 
     def _note(self, what: str) -> None:
         if not self._noted:  # one line per connection, whatever it sends
