@@ -254,7 +254,7 @@ def manifest():
 def _watch_parts(state) -> None:
     """ttt_part_up{part} reads the same checks as /healthz at each scrape."""
     app = state.app
-    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
+    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app), lambda: health.lost(app))
 
 
 # What the service worker keeps for the app to open offline (issue 30): the page shell and
@@ -306,7 +306,8 @@ def readyz():
     it before restarting the next process), "<part> unavailable" while a part is down."""
     state = current_app.extensions["ttt_drain"].state
     if state == "serving":
-        down = [part for part, up in health.parts(current_app).items() if not up]
+        down = [part for part, up in health.parts(current_app).items()
+                if not up and part != "ai"]  # no AI worker: classic games are still served
         if down:
             state = f"{down[0]} unavailable"
     if state != "serving":

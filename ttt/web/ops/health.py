@@ -7,6 +7,12 @@ too; `ttt_part_up{part}` reads the same checks at each scrape.
   read-only disk reads fine and writes nothing).
 - queue: with a Redis message queue, its Redis answers a PING and this process's listener is
   subscribed (not cut and retrying). Without a queue, there is no such part.
+- ai: with remote AI workers (TTT_AI_QUEUE), at least one listens on the queue (issue 45: the
+  last one gone left /healthz green while every AI game waited). Not a reason for /readyz to
+  refuse: classic games are served meanwhile. Local workers are started again on demand.
+
+The store's own identity is checked on every probe (issue 45): a wiped Redis or a replaced or
+deleted SQLite file is the store down, and `lost` says why (ttt_store_lost).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.health")
 
-PARTS = ("store", "queue")
+PARTS = ("store", "queue", "ai")
 
 
 def parts(app: Flask) -> dict[str, bool]:
@@ -29,7 +35,24 @@ def parts(app: Flask) -> dict[str, bool]:
     queue = _queue_up(app)
     if queue is not None:
         found["queue"] = queue
+    ai = _ai_up(app)
+    if ai is not None:
+        found["ai"] = ai
     return found
+
+
+def lost(app: Flask) -> bool:
+    """Whether the store's last probe found another store (its data gone), not an outage."""
+    return bool(getattr(app.extensions["ttt_store"], "lost", False))
+
+
+def _ai_up(app: Flask) -> bool | None:
+    from ttt import workers
+
+    live = workers.live_workers(app.extensions["ttt_table"].thinker)
+    if live is None or "remote" not in live:
+        return None
+    return live["remote"] > 0
 
 
 def report(app: Flask) -> tuple[dict[str, Any], int]:
@@ -41,6 +64,8 @@ def report(app: Flask) -> tuple[dict[str, Any], int]:
     if down:
         body["down"] = down
         body["error"] = " and ".join(down) + " unavailable"  # "store unavailable", as before
+        if "store" in down and lost(app):
+            body["store"] = "lost its data: wiped, replaced or deleted (docs/runbook.md)"
     return body, 503 if down else 200
 
 
