@@ -22,6 +22,7 @@ from typing import Any
 
 from flask import Flask
 
+from ttt import loglines
 from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.health")
@@ -70,11 +71,27 @@ def report(app: Flask) -> tuple[dict[str, Any], int]:
 
 
 def _store_up(app: Flask) -> bool:
+    """The store's ping; its outage logged once, then a line a minute, then "back"."""
+    fold = _folds(app)["store"]
     try:
-        return bool(app.extensions["ttt_store"].ping())
-    except Exception as error:  # a ping that raises is a store that is down
-        log.warning("store ping failed: %s", error)
-        return False
+        up = bool(app.extensions["ttt_store"].ping())
+        error: Any = "its ping says down"
+    except Exception as raised:  # a ping that raises is a store that is down
+        up, error = False, raised
+    if up:
+        fold.ok()
+    else:
+        fold.failed(error)
+    return up
+
+
+def _folds(app: Flask) -> dict[str, Any]:
+    folds = app.extensions.get("ttt_health_folds")
+    if folds is None:
+        folds = app.extensions["ttt_health_folds"] = {
+            "store": loglines.Fold(log, "store down"),
+            "queue": loglines.Fold(log, "message queue ping failed")}
+    return folds
 
 
 _clients: dict[str, Any] = {}
@@ -96,7 +113,9 @@ def _queue_up(app: Flask) -> bool | None:
 
             client = _clients[url] = redis.Redis.from_url(
                 url, socket_timeout=1, socket_connect_timeout=1)
-        return bool(client.ping())
+        up = bool(client.ping())
     except Exception as error:
-        log.warning("message queue ping failed: %s", error)
+        _folds(app)["queue"].failed(error)
         return False
+    _folds(app)["queue"].ok()
+    return up
