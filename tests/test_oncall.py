@@ -155,3 +155,35 @@ def test_a_killed_local_worker_is_counted_and_restarted_with_one_line(caplog):
         assert workers.restarts(thinker) == 1
     finally:
         thinker.close()
+
+
+def test_event_lines_carry_a_keyed_player_hash_stable_across_connections(make_player, app):
+    """Two connections of one player (one cookie): the same `player` in both JSON event
+    lines, another for another player, and never the player id itself."""
+    import json
+
+    from ttt.jsonlog import JsonFormatter
+
+    lines: list[dict] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(json.loads(JsonFormatter().format(record)))
+
+    access = logging.getLogger("ttt.access")
+    keep, level = Keep(), access.level
+    access.addHandler(keep)
+    access.setLevel(logging.INFO)
+    try:
+        cookie = app.test_client()
+        for client in (make_player(cookie), make_player(), make_player(cookie)):
+            client.emit("new_game", {"mode": "local"}, callback=True)
+    finally:
+        access.removeHandler(keep)
+        access.setLevel(level)
+    players = [line.get("player") for line in lines if line.get("event") == "new_game"]
+    assert len(players) == 3 and all(players), lines
+    assert players[0] == players[2] != players[1]
+    assert len({line["conn"] for line in lines}) == 3  # three connections, two players
+    ids = {conn.player for conn in app.extensions["ttt_presence"]._conns.values()}
+    assert len(ids) == 2 and not any(pid in json.dumps(lines) for pid in ids)
