@@ -159,6 +159,7 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
 
         # 2. Redis stopped: TTTPartDown's expression on the next scrapes; one log line.
         before = scrape(server)
+        mark = len(log.read_bytes())
         redis_server.stop()
         started = time.monotonic()
         down = wait_until(lambda: firing("TTTPartDown", scrape(server)), SEEN_WITHIN,
@@ -175,6 +176,13 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
         wait_until(lambda: not firing("TTTPartDown", scrape(server)), 30, "the store back")
         back = log_lines(log, "store down: back after")
         assert len(back) == 1 and len(log_lines(log, "store down: ")) == 2
+        # The whole outage, every probe and tick through it, in a few lines (each folded
+        # warning: its first line and its "back"), not one per call.
+        outage = [json.loads(raw) for raw in log.read_bytes()[mark:].decode().splitlines()
+                  if raw.startswith("{")]
+        warned = [line["message"][:60] for line in outage if line["level"] != "INFO"]
+        print(f"{len(warned)} warning lines through the outage: {warned}")
+        assert len(warned) <= 12, warned
 
         # 3. The store wiped (FLUSHDB): TTTStoreLostData at the next scrape, /healthz 503
         # naming the store, one line.
