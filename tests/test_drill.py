@@ -235,3 +235,26 @@ def test_drill_a_bug_in_an_event_fires_unhandled_errors(tmp_path):
         if player is not None:
             player.close()
         server.stop()
+
+
+@pytest.mark.server
+def test_drill_a_sqlite_file_deleted_under_the_server_is_the_store_lost(tmp_path):
+    """`rm` of the live SQLite file: the process reads on through its open descriptors, so a
+    plain query said healthy. TTTStoreLostData's expression holds at the next scrape."""
+    log = tmp_path / "server.log"
+    path = tmp_path / "ttt.sqlite3"
+    server = Server(env={"TTT_METRICS_TOKEN": TOKEN, "TTT_LOG_FORMAT": "json",
+                         "TTT_AI_WORKERS": "0", "TTT_STORE": f"sqlite:///{path}"}, log=log)
+    try:
+        server.start()
+        assert firing("TTTStoreLostData", scrape(server)) == []
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"ttt.sqlite3{suffix}").unlink(missing_ok=True)
+        lost = wait_until(lambda: firing("TTTStoreLostData", scrape(server)), SEEN_WITHIN,
+                          "TTTStoreLostData's expression")
+        assert lost == [{"job": "ttt", "instance": "drill"}]
+        answer = requests.get(server.url + "/healthz", timeout=10)
+        assert answer.status_code == 503 and answer.json()["down"] == ["store"]
+        assert len(log_lines(log, "sqlite store lost its data")) == 1
+    finally:
+        server.stop()
