@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -58,6 +58,16 @@ test: $(STAMP) system
 # games through the front, a restart in the middle of 20 of them (also part of `make test`).
 test-deploy: $(STAMP) system
 	$(PY) -m pytest -m deploy tests/test_deploy.py
+
+# On-call drills on a real server (issue 45, also in `make test`): a local AI worker killed,
+# Redis stopped, the store wiped, a bug in an event; each seen by its alert's expression on a
+# real scrape, in /healthz and in one log line.
+drill: $(STAMP) system
+	$(PY) -m pytest -s tests/test_drill.py
+
+# deploy/alerts.yml: promtool check and unit tests, the runbook and dashboard against them.
+alerts: $(STAMP) system
+	$(PY) -m pytest tests/test_alerts.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -13,8 +13,23 @@ from collections.abc import Callable
 from typing import Any
 
 ACCESS = logging.getLogger("ttt.access")
-FIELDS = ("event", "game", "result", "ms", "seat", "cell", "rev", "conn", "mode", "variant",
-          "winner", "status")
+FIELDS = ("event", "game", "result", "ms", "seat", "cell", "rev", "conn", "player", "mode",
+          "variant", "winner", "status")
+# The key of the players' hashes in log lines (`key_players`, from the app's secret key): the
+# same player has the same hash on every process and across connections, and nobody without
+# the key can tell which player id it is (issue 45).
+_player_key = b""
+
+
+def key_players(secret: str) -> None:
+    """Key the players' hashes with the app's secret (every process shares it)."""
+    global _player_key
+    _player_key = hashlib.sha256(b"ttt log player\0" + str(secret).encode()).digest()
+
+
+def player_hash(player: str) -> str:
+    """A short, stable, keyed hash of a player id, to follow one player through the log."""
+    return hashlib.blake2b(player.encode(), key=_player_key, digest_size=6).hexdigest()
 
 
 def connection_id(sid: str) -> str:
@@ -28,6 +43,9 @@ def _event_fields(record: logging.LogRecord) -> dict[str, Any]:
     sid, payload, answer = (getattr(record, k, None) for k in ("sid", "payload", "answer"))
     if isinstance(sid, str):
         fields["conn"] = connection_id(sid)
+    player = getattr(getattr(record, "who", None), "player", None)  # the sid's connection
+    if isinstance(player, str):
+        fields["player"] = player_hash(player)
     if isinstance(payload, dict):
         cell = payload.get("cell")
         if type(cell) is int and 0 <= cell < 81:  # never a client's raw value in the log

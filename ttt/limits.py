@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ttt import loglines
+
 log = logging.getLogger("ttt.limits")
 
 LEASE_SECONDS = 30.0
@@ -200,13 +202,17 @@ class RedisLimiter:
         self._acquire = self._redis.register_script(ACQUIRE)
         self._held = self._redis.register_script(HELD)
         self._renew = self._redis.register_script(RENEW)
+        # One line, then one a minute with a count, then "back": every event checks a limit.
+        self._fold = loglines.Fold(log, "limits not checked, Redis unavailable")
 
     def _run(self, script, keys: list[str], args: list, fallback: int) -> int:
         try:
-            return int(script(keys=keys, args=args))
+            found = int(script(keys=keys, args=args))
         except self._errors as error:
-            log.warning("limits not checked, Redis unavailable: %s", error)
+            self._fold.failed(error)
             return fallback
+        self._fold.ok()
+        return found
 
     def take(self, key: str, rate: float, burst: float) -> bool:
         if rate <= 0:
@@ -221,7 +227,7 @@ class RedisLimiter:
         try:
             self._redis.zrem(PREFIX + "s:" + key, holder)
         except self._errors as error:  # the lease lapses by itself
-            log.warning("slot not released, Redis unavailable: %s", error)
+            self._fold.failed(f"slot not released: {error}")
 
     def held(self, key: str) -> int:
         return self._run(self._held, [PREFIX + "s:" + key], [], 0)

@@ -196,6 +196,7 @@ class Scheduler:
         self.reduced = 0
         self.crowded_refusals = 0
         self.on_wait: Callable[[float], None] = lambda seconds: None
+        self.failed: dict[str, int] = {}         # searches failed, by cause (the metrics')
 
     # --- asking ------------------------------------------------------------------------------
 
@@ -376,6 +377,7 @@ class Scheduler:
                 ticket.seconds = time.monotonic() - started
             except WorkerLost as lost:
                 ticket.attempts += 1
+                self._failed("worker_lost")
                 log.warning("a worker died during a search (%s): attempt %d", lost,
                             ticket.attempts)
                 if ticket.attempts < RETRIES:
@@ -385,10 +387,16 @@ class Scheduler:
                         self._enqueue(ticket, first=True)
                     continue
                 result, error = None, f"worker lost: {lost}"
+                self._failed("gave_up")
             except Exception as failure:  # a bug in a search: the ticket says so
                 log.exception("a search failed")
+                self._failed("error")
                 result, error = None, f"{type(failure).__name__}: {failure}"
             self._finish(ticket, result, error)
+
+    def _failed(self, cause: str) -> None:
+        with self._lock:
+            self.failed[cause] = self.failed.get(cause, 0) + 1
 
     def _finish(self, ticket: Ticket, result: Any, error: str | None) -> None:
         ticket.result, ticket.error = result, error

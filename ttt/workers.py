@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,18 @@ class ProcessRunner:
     def __init__(self) -> None:
         self._child: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        self._started = 0  # children started: all but the first are restarts
+
+    @property
+    def restarts(self) -> int:
+        """Children started again after one died (ttt_ai_worker_restarts_total)."""
+        return max(0, self._started - 1)
+
+    def alive(self) -> bool:
+        """Whether this runner can search now: no child yet (started on first use) or one
+        running; False from a child's death until the next search starts another."""
+        child = self._child
+        return child is None or child.poll() is None
 
     @property
     def pid(self) -> int | None:
@@ -52,8 +65,16 @@ class ProcessRunner:
 
     def run(self, task: dict[str, Any], seconds: float) -> Any:
         with self._lock:
-            if self._child is None or self._child.poll() is not None:
+            dead = self._child
+            if dead is None or dead.poll() is not None:
+                if dead is not None:  # died between searches (killed): its pipes closed here
+                    self._dead_pid, self._dead_code = dead.pid, dead.returncode
+                    _close_pipes(dead)
+                if self._started:  # one line per restart, with the pid and how it ended
+                    log.warning("AI worker %s ended (exit %s): starting another",
+                                self._dead_pid, self._dead_code)
                 self._child = self._spawn()
+                self._started += 1
             child = self._child
         assert child.stdin is not None and child.stdout is not None
         try:
@@ -72,16 +93,18 @@ class ProcessRunner:
             raise RuntimeError(answer["error"])
         return answer["result"]
 
+    _dead_pid: int | None = None
+    _dead_code: int | None = None
+
     def _bury(self, child: subprocess.Popen) -> None:
         """A dead (or broken) child: reap it, so the next run starts a fresh one."""
+        self._dead_pid, self._dead_code = child.pid, child.poll()
         try:
             child.kill()
             child.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             pass
-        for pipe in (child.stdin, child.stdout):
-            with contextlib.suppress(OSError):
-                pipe and pipe.close()
+        _close_pipes(child)
         with self._lock:
             if self._child is child:
                 self._child = None
@@ -91,6 +114,12 @@ class ProcessRunner:
             child, self._child = self._child, None
         if child is not None:
             self._bury(child)
+
+
+def _close_pipes(child: subprocess.Popen) -> None:
+    for pipe in (child.stdin, child.stdout):
+        with contextlib.suppress(OSError):
+            pipe and pipe.close()
 
 
 def serve_stdin() -> None:
@@ -144,6 +173,21 @@ class QueueRunner:
 
         return Worker.count(queue=self._queue)
 
+    _count: tuple[float, int] = (float("-inf"), 0)
+
+    def counted(self) -> int:
+        """`workers()`, asked at most every 5 s (each probe and scrape reads it); -1 while
+        the queue's Redis does not answer."""
+        at, count = self._count
+        now = time.monotonic()
+        if now - at >= 5:
+            try:
+                count = self.workers()
+            except Exception:  # the queue's Redis is down: no worker can be reached
+                count = -1
+            self._count = (now, count)
+        return count
+
     def run(self, task: dict[str, Any], seconds: float) -> Any:
         from rq.results import Result
 
@@ -188,6 +232,22 @@ def work(url: str, queue: str = QUEUE_NAME, burst: bool = False) -> None:
     worker = SimpleWorker([queue], connection=Redis.from_url(url), serializer=JSONSerializer,
                           job_class=search_job_class())
     worker.work(burst=burst, logging_level="WARNING")
+
+
+def live_workers(thinker: Any) -> dict[str, int] | None:
+    """The pool's live workers: {"local": n} or {"remote": n} (-1: the queue cannot be read,
+    asked at most every 5 s); None for a thinker with no pool (inline)."""
+    runners = getattr(thinker, "runners", None)
+    if not runners:
+        return None
+    if isinstance(runners[0], QueueRunner):
+        return {"remote": runners[0].counted()}
+    return {"local": sum(1 for r in runners if getattr(r, "alive", lambda: True)())}
+
+
+def restarts(thinker: Any) -> int:
+    """Local worker processes started again after one died, in all."""
+    return sum(getattr(r, "restarts", 0) for r in getattr(thinker, "runners", ()))
 
 
 def build(config: dict[str, Any]) -> Scheduler:

@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable
 
 import redis
@@ -84,6 +85,12 @@ log = logging.getLogger("ttt.store")
 # eviction touches, and the list of migrations run (one JSON record each).
 SCHEMA_KEY = f"{PREFIX}schema"
 MIGRATIONS_KEY = f"{PREFIX}migrations"
+# The store's identity (issue 45): a random id written once, by the first process to find
+# none (SET NX), and read back by every other. `ping` (each /healthz and scrape) checks it is
+# still there: a FLUSHDB, a Redis restarted without its data or another database is a store
+# down at the next probe, not a log line at the next purge. A backup carries it (a ttt: key),
+# so a restore brings the same store back.
+STORE_ID_KEY = f"{PREFIX}store-id"
 # KEYS: SCHEMA_KEY, MIGRATIONS_KEY. ARGV: this code's version, readable_from, the record.
 # Returns the version and readable_from found before; records ours only when it is newer.
 MIGRATE = """
@@ -138,8 +145,11 @@ class RedisStore:
         self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
         self._migrate = self.redis.register_script(MIGRATE)
         self.schema_checked = False
+        self.identity: str | None = None  # STORE_ID_KEY's value, once read
+        self.lost = False  # the identity is gone or another: the data went with it
         try:
             self.migrate_schema()
+            self.identity = self._claim_identity()
         except (redis.ConnectionError, redis.TimeoutError) as error:
             # Serve anyway (the store's errors say the rest); checked again at each purge.
             log.warning("redis store unreachable at start-up, schema not checked yet: %s",
@@ -420,11 +430,33 @@ class RedisStore:
                 self.redis.zrem(live_of(player_id), *missing)
         return there
 
+    def _claim_identity(self) -> str:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(STORE_ID_KEY, uuid.uuid4().hex, nx=True)
+        pipe.get(STORE_ID_KEY)
+        return pipe.execute()[1]
+
     def ping(self) -> bool:
+        """Whether Redis answers and still holds this store's identity (one round trip)."""
         try:
-            return bool(self.redis.ping())
+            if self.identity is None:  # unreachable at start-up: claimed at the first answer
+                self.identity = self._claim_identity()
+                return True
+            found = self.redis.get(STORE_ID_KEY)
         except (redis.ConnectionError, redis.TimeoutError):
             return False
+        lost = found != self.identity
+        if lost != self.lost:
+            self.lost = lost
+            if lost:
+                log.error("redis store lost its data: its identity %s is %s (FLUSHDB, a "
+                          "restart without persistence, another database?): restore the last "
+                          "backup, or restart every process to start anew (docs/runbook.md, "
+                          "TTTStoreLostData)", STORE_ID_KEY,
+                          "gone" if found is None else "another store's")
+            else:
+                log.warning("redis store's identity is back (restored)")
+        return not lost
 
     def close(self) -> None:
         self.redis.close()

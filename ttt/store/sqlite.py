@@ -12,7 +12,9 @@ revision.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -56,11 +58,18 @@ UNKINDED_BY_KIND = ("SELECT json_extract(body, '$.mode'), "
                     "coalesce(json_extract(body, '$.variant'), 'classic'), COUNT(*) "
                     "FROM games WHERE live = 1 AND mode IS NULL GROUP BY 1, 2")
 
+log = logging.getLogger("ttt.store")
 
 # The write `ping` tries after a write fault: a row that needs new pages, then its removal.
 PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
                "ON CONFLICT (name) DO UPDATE SET at = excluded.at")
 PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
+# The store's identity (issue 45): a random number in `beats`, written by the first process
+# to open the file and read by the others, with the file's device and inode. `ping` checks
+# both: a file deleted or replaced under running processes (which keep reading the old one
+# through their open descriptors) is a store down at the next probe.
+CLAIM_ID = "INSERT OR IGNORE INTO beats (name, at) VALUES ('store-id', ?)"
+READ_ID = "SELECT at FROM beats WHERE name = 'store-id'"
 
 
 def _record_of(text: str | None) -> dict[str, dict[str, int]]:
@@ -91,6 +100,36 @@ class SqliteStore:
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             migrate(conn)
+        self.identity: float | None = None
+        # Claimed now, or at the first ping that can write (a full disk at start-up).
+        with contextlib.suppress(StoreUnavailable, sqlite3.Error), self._write_lock, \
+                self._conn() as conn:
+            self.identity = self._claim(conn)
+        self._file = self._file_id()
+        self.lost = False  # the file or its identity is another: the data went with it
+
+    def _file_id(self) -> tuple[int, int] | None:
+        if self.path == ":memory:":
+            return None
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    @staticmethod
+    def _claim(conn: sqlite3.Connection) -> float:
+        conn.execute(CLAIM_ID, (float(secrets.randbits(52) + 1),))
+        return conn.execute(READ_ID).fetchone()[0]
+
+    def _same_store(self, conn: sqlite3.Connection) -> bool:
+        if self.identity is None:
+            with self._write_lock:
+                self.identity = self._claim(conn)
+        if self.path != ":memory:" and self._file_id() != self._file:
+            return False
+        row = conn.execute(READ_ID).fetchone()
+        return row is not None and row[0] == self.identity
 
     def _conn(self) -> _Use:
         """A pooled connection for a `with` block; SQLite's "cannot do it now" errors (disk
@@ -415,7 +454,16 @@ class SqliteStore:
         freed)."""
         try:
             with self._conn() as conn:
-                conn.execute("SELECT 1").fetchone()
+                same = self._same_store(conn)
+            if same == self.lost:
+                self.lost = not same
+                if self.lost:
+                    log.error("sqlite store lost its data: %s was deleted or replaced under "
+                              "this process (docs/runbook.md, TTTStoreLostData)", self.path)
+                else:
+                    log.warning("sqlite store's file is back: %s", self.path)
+            if self.lost:
+                return False
             if self._write_failed:
                 with self._write_lock, self._conn() as conn:
                     for probe in (PROBE_WRITE, PROBE_FREE):

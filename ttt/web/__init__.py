@@ -19,7 +19,13 @@ from ttt.store import open_store
 from ttt.table import Table
 from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
 from ttt.web.ops import logs, settings
-from ttt.web.ops.metrics import MeteredStore, Metrics, observe_search, watch_queue
+from ttt.web.ops.metrics import (
+    MeteredStore,
+    Metrics,
+    count_from_zero,
+    observe_search,
+    watch_queue,
+)
 from ttt.web.realtime.presence import MemorySeats, Presence, RedisSeats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +54,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # The HTTP side is wired here, by the factory: the real-time side below it never reaches
     # up into the pages (tests/test_layers.py, the rooms of ttt/web/).
     botsite.install(app, socketio, app.extensions["ttt_table"])
+    count_from_zero(app, Table.EVENTS)  # every route is known now
     return app
 
 

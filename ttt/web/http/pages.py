@@ -344,7 +344,7 @@ def _watch_parts(state) -> None:
     # The page's stylesheets inline, each allowed by its hash: nothing blocks the first paint.
     styles = " ".join(assets.install(app))
     app.extensions["ttt_csp"] = CSP.replace("style-src 'self'", f"style-src 'self' {styles}")
-    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app))
+    app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app), lambda: health.lost(app))
 
 
 # What the service worker keeps for the app to open offline (issue 30): the page shell, the
@@ -401,7 +401,8 @@ def readyz():
     it before restarting the next process), "<part> unavailable" while a part is down."""
     state = current_app.extensions["ttt_drain"].state
     if state == "serving":
-        down = [part for part, up in health.parts(current_app).items() if not up]
+        down = [part for part, up in health.parts(current_app).items()
+                if not up and part != "ai"]  # no AI worker: classic games are still served
         if down:
             state = f"{down[0]} unavailable"
     if state != "serving":

@@ -102,10 +102,11 @@ def _log_uncaught(kind: type[BaseException], error: BaseException, tb: Any) -> N
 
 
 def access(event: str, game: str | None, result: str, seconds: float, sid: str | None = None,
-           payload: Any = None, answer: Any = None, **more: Any) -> None:
+           payload: Any = None, answer: Any = None, who: Any = None, **more: Any) -> None:
     """The line for one event handled; `more`: further fields (ids, never names or secrets).
-    `sid`, `payload` and `answer` are kept on the record as they are: the JSON line reads the
-    connection, seat, cell and rev from them when it is written.
+    `sid`, `payload`, `answer` and `who` (the sid's presence Connection) are kept on the record
+    as they are: the JSON line reads the connection, seat, cell, rev and the player's keyed
+    hash from them when it is written.
 
     Nothing is built when INFO is off for ttt.access. The message is the fields themselves
     (`str` gives the text), formatted only when a handler writes the record.
@@ -121,7 +122,7 @@ def access(event: str, game: str | None, result: str, seconds: float, sid: str |
                                      seconds, more), logging.INFO)
         return
     fields = Fields(event=event, game=game, result=result, ms=round(seconds * 1000, 2), **more)
-    carried = {"sid": sid, "payload": payload, "answer": answer}
+    carried = {"sid": sid, "payload": payload, "answer": answer, "who": who}
     if logging.getLogRecordFactory() is logging.LogRecord:
         record: logging.LogRecord = AccessRecord(fields)
         record.__dict__.update(carried)

@@ -39,6 +39,7 @@ from prometheus_client import (
     Info,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
     start_http_server,
 )
@@ -49,6 +50,11 @@ from ttt import build, loglines
 from ttt.store import KINDS, StoreUnavailable
 
 log = logging.getLogger("ttt.metrics")
+
+# No `<name>_created` sample beside each counter and histogram child: nothing reads them
+# (rate() and increase() need no start time) and they were a third of a scrape's lines; the
+# counters at zero from start-up (issue 45) would have doubled them.
+disable_created_metrics()
 GAMES = logging.getLogger("ttt.games")  # one line per game ended by this process
 
 # Event latency in seconds: a move on loopback takes about a millisecond; an Ultimate AI
@@ -72,7 +78,16 @@ REFUSED = Counter("ttt_connections_refused", "Connections refused before they we
 UNHANDLED = Counter("ttt_unhandled_errors", "Exceptions no handler expected (a bug), by event "
                     "or route; the player got 'internal' or a 500.", ["where"], registry=None)
 SERVER_ERRORS = Counter("ttt_http_server_errors", "HTTP answers with a 5xx status, by route "
-                        "and status.", ["route", "status"], registry=None)
+                        "and status (the health probes' 503s apart, in "
+                        "ttt_probe_failures_total).", ["route", "status"], registry=None)
+# A probe's 503 says a part is down (ttt_part_up says which): not a server error (issue 45).
+PROBES = ("/healthz", "/readyz")
+PROBE_FAILURES = Counter("ttt_probe_failures", "Health probes answered 503 (a part down, "
+                         "starting or draining), by probe.", ["probe"], registry=None)
+REFUSAL_REASONS = ("full", "address", "session", "player")
+# Why an AI search failed (ttt.thinker.Scheduler.failed): its worker died (it is tried again),
+# it was given up after its retries, or it raised.
+SEARCH_FAILURES = ("worker_lost", "gave_up", "error")
 
 
 class _Crowd(Collector):
@@ -96,6 +111,33 @@ class _Crowd(Collector):
         if capacity is not None:
             yield GaugeMetricFamily("ttt_ai_capacity", "Address prefixes the AI's rotation "
                                     "holds within its reply bound.", value=capacity())
+        failed = getattr(self.thinker, "failed", None)
+        if failed is not None:
+            family = CounterMetricFamily("ttt_ai_searches_failed", "AI searches that failed, "
+                                         "by cause (worker_lost: its worker died, tried again; "
+                                         "gave_up: after its retries; error: it raised).",
+                                         labels=["cause"])
+            for cause in SEARCH_FAILURES:
+                family.add_metric([cause], failed.get(cause, 0))
+            yield family
+        yield from _workers(self.thinker)
+
+
+def _workers(thinker: Any) -> Iterator[Any]:
+    """ttt_ai_workers{where} and ttt_ai_worker_restarts_total, read from the pool."""
+    from ttt import workers
+
+    live = workers.live_workers(thinker)
+    if live is None:
+        return
+    family = GaugeMetricFamily("ttt_ai_workers", "AI worker processes alive (local: this "
+                               "process's; remote: on the queue, -1 when it cannot be read).",
+                               labels=["where"])
+    for where in ("local", "remote"):
+        family.add_metric([where], live.get(where, 0))
+    yield family
+    yield CounterMetricFamily("ttt_ai_worker_restarts", "Local AI worker processes started "
+                              "again after one died.", value=workers.restarts(thinker))
 
 
 AI_CROWD = _Crowd()
@@ -163,7 +205,10 @@ class Metrics:
         PlatformCollector(registry=r)
         GCCollector(registry=r)
         r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, AI_CROWD, REFUSED,
-                                       UNHANDLED, SERVER_ERRORS)))
+                                       UNHANDLED, SERVER_ERRORS, PROBE_FAILURES)))
+        self.connection_cap = Gauge("ttt_connections_max", "Socket.IO requests in flight this "
+                                    "process takes before it refuses (TTT_MAX_OPEN_CONNECTIONS, "
+                                    "from the descriptor limit unless set).", registry=r)
         self._parts = _Parts()
         r.register(self._parts)
 
@@ -180,9 +225,11 @@ class Metrics:
         (mode, variant) in the store."""
         self._live.connections, self._live.live = connections, live
 
-    def watch_parts(self, parts: Callable[[], dict[str, bool]]) -> None:
-        """Read each part's health (ttt.web.ops.health.parts) when scraped: ttt_part_up{part}."""
-        self._parts.parts = parts
+    def watch_parts(self, parts: Callable[[], dict[str, bool]],
+                    lost: Callable[[], bool] | None = None) -> None:
+        """Read each part's health (ttt.web.ops.health.parts) when scraped: ttt_part_up{part};
+        and whether the store lost its data (ttt_store_lost)."""
+        self._parts.parts, self._parts.lost = parts, lost
 
     def exposition(self) -> bytes:
         """The text format."""
@@ -340,6 +387,7 @@ class _Parts(Collector):
 
     def __init__(self) -> None:
         self.parts: Callable[[], dict[str, bool]] | None = None
+        self.lost: Callable[[], bool] | None = None
 
     def describe(self) -> Iterator[Any]:
         return iter(())
@@ -352,6 +400,10 @@ class _Parts(Collector):
         for part, ok in self.parts().items():
             up.add_metric([part], 1 if ok else 0)
         yield up
+        if self.lost is not None:  # read after the parts: this very probe's finding
+            yield GaugeMetricFamily("ttt_store_lost", "1 when the store's identity is gone or "
+                                    "another (a wiped Redis, a replaced or deleted SQLite "
+                                    "file): its data went with it.", value=1 if self.lost() else 0)
 
 
 class MeteredStore:
@@ -455,8 +507,34 @@ def serve(app: Flask, metrics: Metrics) -> None:
     @app.after_request
     def count_server_errors(response: Response) -> Response:
         if response.status_code >= 500:
-            SERVER_ERRORS.labels(_route(), str(response.status_code)).inc()
+            route = _route()
+            if route in PROBES:
+                PROBE_FAILURES.labels(route).inc()
+            else:
+                SERVER_ERRORS.labels(route, str(response.status_code)).inc()
         return response
+
+
+def count_from_zero(app: Flask, events: tuple[str, ...]) -> None:
+    """Give every counter an alert reads its known label values at 0, now (issue 45: a series
+    born at its first count hides that count from `increase()`): errors by route and event,
+    probes, refusals, store errors by operation; and the connection cap, exported."""
+    from ttt.store.base import Store
+
+    metrics: Metrics = app.extensions["ttt_metrics"]
+    metrics.connection_cap.set(app.config["TTT_MAX_OPEN_CONNECTIONS"] or math.inf)
+    routes = sorted({rule.rule for rule in app.url_map.iter_rules()} - set(PROBES))
+    for where in ("socketio", *events, *routes):
+        UNHANDLED.labels(where)
+    for route in routes:
+        SERVER_ERRORS.labels(route, "500")
+    for probe in PROBES:
+        PROBE_FAILURES.labels(probe)
+    for reason in REFUSAL_REASONS:
+        REFUSED.labels(reason)
+    for operation in dir(Store):
+        if not operation.startswith("_") and callable(getattr(Store, operation)):
+            metrics.store_errors.labels(operation)
 
 
 def _route() -> str:

@@ -11,6 +11,7 @@ from flask import current_app, request, session
 from flask_socketio import SocketIO, join_room
 from socketio import PubSubManager
 
+from ttt import loglines
 from ttt.bots import v3_answer
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, player_room, refusal
@@ -21,6 +22,7 @@ from ttt.web.transport.budgets import Budgets
 from ttt.web.transport.engine_hooks import emit_here, room_members
 
 log = logging.getLogger("ttt.events")
+PRESENCE_NOT_UPDATED = loglines.Fold(log, "presence not updated on disconnect")
 
 
 def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = None) -> None:
@@ -159,4 +161,6 @@ def _register_connections(socketio: SocketIO, table: Table,
         try:
             emit_all(socketio, table.disconnect(request.sid))
         except StoreUnavailable as error:  # the seat lease lapses by itself
-            log.warning("presence not updated on disconnect: %s", error)
+            PRESENCE_NOT_UPDATED.failed(error)  # once, then a line a minute, then "back"
+        else:
+            PRESENCE_NOT_UPDATED.ok()

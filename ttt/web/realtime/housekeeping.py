@@ -12,6 +12,7 @@ import time
 
 from flask import Flask
 
+from ttt import loglines
 from ttt.match import Match, ending
 from ttt.rules import Termination
 from ttt.table import Push, Table
@@ -68,12 +69,15 @@ def _clocks(app: Flask) -> None:
     """End timed games whose clock ran out. Every process ticks (and stamps the store as up);
     the store's compare-and-set lets exactly one end a game."""
     socketio, table = app.extensions["ttt_socketio"], app.extensions["ttt_table"]
+    fold = loglines.Fold(log, "timed games not checked")  # every tick of an outage: folded
     while True:
         socketio.sleep(app.config["TTT_TICK"])
         try:
             emit_all(socketio, table.tick())
         except Exception as error:  # a store outage must not end the loop
-            log.warning("timed games not checked: %s", error)
+            fold.failed(error)
+        else:
+            fold.ok()
 
 
 def _leases_and_purges(app: Flask) -> None:
@@ -81,6 +85,7 @@ def _leases_and_purges(app: Flask) -> None:
     socketio, config = app.extensions["ttt_socketio"], app.config
     presence, store = app.extensions["ttt_presence"], app.extensions["ttt_store"]
     last_purge = 0.0
+    fold = loglines.Fold(log, "housekeeping failed")
     while True:
         socketio.sleep(LEASE_SECONDS / 3)
         try:
@@ -106,7 +111,9 @@ def _leases_and_purges(app: Flask) -> None:
                 if hasattr(store, "checkpoint"):  # SQLite: keep the WAL from growing
                     store.checkpoint()
         except Exception as error:  # a store outage must not end the loop
-            log.warning("housekeeping failed: %s", error)
+            fold.failed(error)
+        else:
+            fold.ok()
 
 
 def _waiting_ai_turns(app: Flask) -> None:

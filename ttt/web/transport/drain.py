@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ttt import jsonlog
 from ttt.payloads import valid_id
 from ttt.table import refusal
 from ttt.web.ops import logs
@@ -40,6 +41,8 @@ class Drain:
         self.draining = False
         self.serving = False              # set once the process serves (housekeeping runs)
         self.stopping = False             # set by the SIGTERM handler, before the drain runs
+        # The connection of a sid (presence's), for the player's hash in the event's line.
+        self.who: Callable[[str], Any] = lambda sid: None
 
     @property
     def state(self) -> str:
@@ -59,7 +62,7 @@ class Drain:
         """
         latency = self.metrics.latency.labels(name)
         counted: dict[str, Any] = {}  # result -> its counter child, found once
-        busy, closing = self.busy, self.closing
+        busy, closing, who = self.busy, self.closing, self.who
 
         def watched(sid: str, payload: Any = None, *rest: Any) -> dict:
             started = time.perf_counter()
@@ -78,7 +81,8 @@ class Drain:
             latency.observe(seconds)
             game = answer.get("game")  # the answer's game: an id the server made
             logs.access(name, game["id"] if type(game) is dict and "id" in game
-                        else _game_id(payload, answer), result, seconds, sid, payload, answer)
+                        else _game_id(payload, answer), result, seconds, sid, payload, answer,
+                        who(sid))
             return answer
 
         return watched
@@ -174,4 +178,6 @@ def install(app: Any, socketio: Any) -> Drain:
                        functools.partial(_live_by_kind, app))
     serve(app, metrics)
     drain = app.extensions["ttt_drain"] = Drain(socketio, metrics)
+    drain.who = app.extensions["ttt_presence"].connection
+    jsonlog.key_players(app.config["SECRET_KEY"])
     return drain
