@@ -102,6 +102,11 @@ const THE_CELL_NAMES = [
   t("the bottom left"), t("the bottom"), t("the bottom right"),
 ];
 
+/** A square of a 3x3 grid in a sentence: "the top left". */
+export function squareInSentence(square) {
+  return THE_CELL_NAMES[square];
+}
+
 /** A cell's name: "top left"; in ultimate "centre board, top right" (the places the board
  * shows: a small board by its place in the big one, a square by its place in the small one). */
 export function squareWords(cell, variant) {

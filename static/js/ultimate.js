@@ -165,7 +165,8 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
         }).filter(Boolean);
         words = [words, marks.join("; ") || t("empty")].join(": ");
       } else if (shown.lit.has(b)) {
-        words = `${words}${t(", ")}${shown.playable ? t("play here") : t("to be played in")}`;
+        const where = shown.playable ? t("play here") : t("to be played in");
+        words = `${words}${t(", ")}${where}`;
       }
       small.setAttribute("aria-label", words);
     });

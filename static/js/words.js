@@ -1,6 +1,8 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { BOARD_NAMES, CELL_NAMES, number, placeWords, t, tn } from "./squares.js";
+import {
+  BOARD_NAMES, CELL_NAMES, boardWords, number, placeWords, squareInSentence, t, tn, ultimateParts,
+} from "./squares.js";
 
 /** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
  * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
@@ -98,8 +100,10 @@ function ending(game, you) {
   if (game.reason === "resign") return t("You resigned");
   if (game.mode === "ai") return t("The AI wins");
   if (game.reason === "time") return t("Out of time — {friend} wins", { friend });
-  if (game.reason === "claim") return t("{Friend} claimed the win", { Friend });
-  return t("{Friend} wins", { Friend });
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  if (game.reason === "claim") return t("{Friend} claimed the win", { Friend, friend });
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  return t("{Friend} wins", { Friend, friend });
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
@@ -120,7 +124,9 @@ export function describe(game, you) {
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);
-  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend });
+  const friend = friendName(game, you);
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend, friend });
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
   const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
   return hurried ? t("AI is playing faster than usual…") : t("AI is thinking…");
@@ -143,10 +149,19 @@ export function describeLastMove(game, you) {
   if (!game.moves.length) return "";
   const cell = game.moves[game.moves.length - 1];
   const mark = game.board[cell];
+  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, mark);
+  if (game.variant === "ultimate") {
+    // Translators: {square} is a square in a sentence ("the top left"), {board} a small board
+    // in one ("the centre board"); {who} a name, "Your friend", X or O.
+    const { board, square } = ultimateParts(cell);
+    const where = { square: squareInSentence(square), board: boardWords(board) };
+    if (mark === you) return t("You played {square} in {board}", where);
+    if (game.seats[mark] === "ai") return t("AI played {square} in {board}", where);
+    return t("{who} played {square} in {board}", { who, ...where });
+  }
   const place = placeWords(cell, game.variant);
   if (mark === you) return t("You played {place}", { place });
   if (game.seats[mark] === "ai") return t("AI played {place}", { place });
-  const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, mark);
   return t("{who} played {place}", { who, place });
 }
 
@@ -157,16 +172,26 @@ export function describeStart(game, you) {
   }
   const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
   if (game.mode === "ai") {
-    return ultimate + t("You play {side} against the {level} AI",
-      { side: you, level: levelWords(game.level).toLowerCase() });
+    // A whole sentence per level: each language inflects the level's word as it needs.
+    // Translators: {side} is X or O.
+    const against = {
+      easy: t("You play {side} against the easy AI", { side: you }),
+      medium: t("You play {side} against the medium AI", { side: you }),
+      hard: t("You play {side} against the hard AI", { side: you }),
+      perfect: t("You play {side} against the perfect AI", { side: you }),
+    };
+    return ultimate + (against[game.level] ?? t("You play {side} against the AI", { side: you }));
   }
   if (game.mode === "local") return ultimate + t("Two players, one screen — X starts");
   // The names the seats show: "Watching Ana vs Ben", "Watching Player 1 vs Player 2".
   if (you === "spectator") {
     return t("Watching {x} vs {o}", { x: seatName(game, "X", you), o: seatName(game, "O", you) });
   }
-  const clock = game.clock ? ` · ${t("{seconds} s a move", { seconds: number(game.clock) })}` : "";
-  return (you === "X" ? t("You play X and move first") : t("You play O — X moves first")) + clock;
+  const lead = you === "X" ? t("You play X and move first") : t("You play O — X moves first");
+  if (!game.clock) return lead;
+  // Translators: {seconds} is the clock's time for each move, a number.
+  const clock = t("{seconds} s a move", { seconds: number(game.clock) });
+  return `${lead} · ${clock}`;
 }
 
 /**
@@ -221,9 +246,12 @@ export function summarize(game, you) {
     else result = t("You won");
   } else if (game.reason === "resign") result = t("You resigned");
   else if (game.mode === "ai") result = t("The AI won");
-  else if (game.reason === "claim") result = t("{Friend} claimed the win", { Friend });
-  else if (game.reason === "time") result = t("{Friend} won on time", { Friend });
-  else result = t("{Friend} won", { Friend });
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  else if (game.reason === "claim") result = t("{Friend} claimed the win", { Friend, friend });
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  else if (game.reason === "time") result = t("{Friend} won on time", { Friend, friend });
+  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
+  else result = t("{Friend} won", { Friend, friend });
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
   else if (game.mode !== "friend") {

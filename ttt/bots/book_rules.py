@@ -14,7 +14,8 @@ TAKEN = N_("that bot name is taken")
 
 
 def too_many_bots(limit: int) -> BotError:
-    return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
+    return BotError("not_allowed", N_("you have {limit} bots already: revoke one first"),
+                    limit=limit)
 
 
 def apply_result(x: Bot, o: Bot, winner: str | None, variant: str = "classic") -> None:
