@@ -16,6 +16,9 @@ export async function copyField(input) {
 }
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
+// Right to left, "previous" is the button on the right (its icon flipped, rtl.css): the arrow
+// keys follow the buttons.
+const RTL_KEYS = { ...KEYS, ArrowLeft: "forward", ArrowRight: "back" };
 
 /**
  * Where the replay stands, in words: "Move 3 of 7: X top left". `sides`: who made each move.
@@ -105,7 +108,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
       onStep("last"); // leave the replay: back to how the game ended
       return;
     }
-    const to = KEYS[event.key];
+    const to = (document.documentElement.dir === "rtl" ? RTL_KEYS : KEYS)[event.key];
     if (!to) return;
     event.preventDefault();
     event.stopPropagation();

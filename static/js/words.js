@@ -44,6 +44,15 @@ export function nameAt(game, side) {
   return (typeof name === "object" && name !== null ? name.name : name) || null;
 }
 
+/**
+ * A person's or a bot's name inside text: between U+2068 (first strong isolate) and U+2069
+ * (pop directional isolate), so "Bob (2)!" keeps its order in an Arabic sentence, the tab title
+ * and a screen reader's line. Never for a form field's value.
+ */
+export function isolate(name) {
+  return name ? `\u2068${name}\u2069` : name;
+}
+
 /** Whether the seat at `side` is a bot's (PROTOCOL v3 "Bots"). */
 export function isBot(game, side) {
   const name = game.names?.[side];
@@ -56,13 +65,13 @@ export function isBot(game, side) {
  */
 export function friendName(game, you, { start = false } = {}) {
   const name = nameAt(game, opponentOf(you));
-  if (name) return name;
+  if (name) return isolate(name);
   return start ? t("Your friend") : t("your friend");
 }
 
 /** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
 export function sideName(game, side) {
-  return nameAt(game, side) ?? side;
+  return isolate(nameAt(game, side)) ?? side;
 }
 
 /** How a won game was won, told without a point of view: ", X resigned", " on time". */
@@ -201,7 +210,7 @@ export function describeStart(game, you) {
 export function seatName(game, side, you) {
   if (game.seats[side] === "ai") return t("AI · {level}", { level: levelWords(game.level) });
   if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return t("Waiting…");
-  const name = nameAt(game, side);
+  const name = isolate(nameAt(game, side));
   if (side === you) return name ?? t("You");
   if (name) return name;
   if (game.mode === "friend" && opponentOf(you)) return t("Friend");
@@ -214,7 +223,7 @@ export function scoreWords(game, you) {
   if (!score) return "";
   const label = (side) => {
     if (game.mode === "local") return side;
-    const name = nameAt(game, side);
+    const name = isolate(nameAt(game, side));
     if (side === you) return name ?? t("You");
     return name ?? (opponentOf(you) ? t("Friend") : side);
   };

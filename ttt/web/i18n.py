@@ -205,6 +205,16 @@ def page_json(value: Any) -> Markup:
     return Markup(text)
 
 
+NAMES = frozenset({"name", "other", "owner"})  # a refusal's placeholders that hold a name
+
+
+def isolate(name: Any) -> str:
+    """A name inside a translated sentence or a title, between U+2068 (first strong isolate)
+    and U+2069 (pop directional isolate): "Bob (2)!" keeps its order in Arabic. Plain text,
+    escaped as any other; markup around a name uses <bdi> instead."""
+    return f"\u2068{name}\u2069" if name else ""
+
+
 def said(message: Any) -> str | None:
     """A refusal's English message (from the master) or a BotError in the player's language,
     when the catalog has it (those marked N_); else as it came. A BotError's {placeholders}
@@ -213,7 +223,8 @@ def said(message: Any) -> str | None:
         return message
     if isinstance(message, Exception) and hasattr(message, "template"):
         text = translate(message.template)
-        params = getattr(message, "params", {})
+        params = {key: isolate(value) if key in NAMES else value
+                  for key, value in getattr(message, "params", {}).items()}
         try:
             return text.format(**params) if params else text
         except (KeyError, IndexError, ValueError):  # a catalog's mistake: the English then
@@ -229,6 +240,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.filters["format_number"] = format_decimal
     app.jinja_env.globals["page_words"] = page_words
     app.jinja_env.filters["page_json"] = page_json
+    app.jinja_env.filters["isolate"] = isolate
 
     @app.after_request
     def _said_in(response):

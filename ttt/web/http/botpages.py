@@ -41,7 +41,7 @@ from ttt.web.http.botkit import (
     table,
 )
 from ttt.web.http.pages import ensure_player, from_this_site, site_url
-from ttt.web.i18n import said
+from ttt.web.i18n import isolate, said
 from ttt.web.realtime.events import client_address
 
 bp = Blueprint("bots_pages", __name__)
@@ -146,7 +146,7 @@ def play(name: str):
     if variant not in bot.variants:  # the page offers only those: a stale or forged form
         what = {("classic",): _("classic only"), ("ultimate",): _("ultimate only")}.get(
             tuple(bot.variants), _("classic and ultimate"))
-        wrong = _("%(name)s plays %(variants)s.", name=bot.name, variants=what)
+        wrong = _("%(name)s plays %(variants)s.", name=isolate(bot.name), variants=what)
         return render_template("bot.html", bot=card(bot), error=wrong), 409
     presence = table().presence
     sid = f"web:{person}:{id(request)}"
