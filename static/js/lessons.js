@@ -51,6 +51,7 @@ export function adviceWords(answer) {
 export function mistakeWords(mistake) {
   if (!mistake || mistake.cell === undefined || !mistake.best) return mistake?.text ?? "";
   const results = { win: t("a win"), draw: t("a draw"), loss: t("a loss") };
+  // Translators: {side} X or O; {square} "top left"; {before}, {after}: "a win", "a draw"…
   return t("Move {number}, {side} {square}, turned {before} into {after}; better was {better}.", {
     number: number(mistake.ply + 1),
     side: mistake.side,

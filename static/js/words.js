@@ -160,10 +160,9 @@ export function describeLastMove(game, you) {
   const mark = game.board[cell];
   const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, mark);
   if (game.variant === "ultimate") {
-    // Translators: {square} is a square in a sentence ("the top left"), {board} a small board
-    // in one ("the centre board"); {who} a name, "Your friend", X or O.
     const { board, square } = ultimateParts(cell);
     const where = { square: squareInSentence(square), board: boardWords(board) };
+    // Translators: {square} a square in a sentence ("the top left"), {board} "the centre board".
     if (mark === you) return t("You played {square} in {board}", where);
     if (game.seats[mark] === "ai") return t("AI played {square} in {board}", where);
     return t("{who} played {square} in {board}", { who, ...where });
@@ -182,8 +181,8 @@ export function describeStart(game, you) {
   const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
   if (game.mode === "ai") {
     // A whole sentence per level: each language inflects the level's word as it needs.
-    // Translators: {side} is X or O.
     const against = {
+      // Translators: {side} is X or O; a sentence per level, to inflect the level's word.
       easy: t("You play {side} against the easy AI", { side: you }),
       medium: t("You play {side} against the medium AI", { side: you }),
       hard: t("You play {side} against the hard AI", { side: you }),
