@@ -351,3 +351,16 @@ def test_pofilter_catches_a_broken_placeholder_and_tag(tmp_path):
                   encoding="utf-8")
     hits = pofilter(po, tmp_path / "hits.po", "es")
     assert len([m for m in hits if not explained(m)]) == 3
+
+
+# ---- Names isolated on the server's pages. ----
+
+def test_a_bots_name_is_isolated_in_an_arabic_page_and_marked_up_as_bdi(app):
+
+    client = app.test_client()
+    client.get("/bots/new")
+    assert client.post("/bots/new", data={"name": "bob-2"}, headers=SITE).status_code == 200
+    arabic = client.get("/bot/bob-2?lang=ar").text
+    assert "<title>\u2068bob-2\u2069" in arabic and '<bdi class="bot-name">bob-2</bdi>' in arabic
+    english = client.get("/bot/bob-2?lang=en").text
+    assert "<title>bob-2 (bot)" in english  # a left-to-right name in a left-to-right page

@@ -44,13 +44,19 @@ export function nameAt(game, side) {
   return (typeof name === "object" && name !== null ? name.name : name) || null;
 }
 
+// Letters of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, their forms).
+const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF]/;
+
 /**
  * A person's or a bot's name inside text: between U+2068 (first strong isolate) and U+2069
  * (pop directional isolate), so "Bob (2)!" keeps its order in an Arabic sentence, the tab title
- * and a screen reader's line. Never for a form field's value.
+ * and a screen reader's line. Needed where the page or the name runs right to left; a
+ * left-to-right name in a left-to-right page reads right without. Never for a field's value.
  */
 export function isolate(name) {
-  return name ? `\u2068${name}\u2069` : name;
+  if (!name) return name;
+  const page = globalThis.document?.documentElement?.dir;
+  return page === "rtl" || RIGHT_TO_LEFT.test(name) ? `\u2068${name}\u2069` : name;
 }
 
 /** Whether the seat at `side` is a bot's (PROTOCOL v3 "Bots"). */

@@ -208,11 +208,21 @@ def page_json(value: Any) -> Markup:
 NAMES = frozenset({"name", "other", "owner"})  # a refusal's placeholders that hold a name
 
 
+# Letters of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, their forms).
+RIGHT_TO_LEFT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
 def isolate(name: Any) -> str:
     """A name inside a translated sentence or a title, between U+2068 (first strong isolate)
-    and U+2069 (pop directional isolate): "Bob (2)!" keeps its order in Arabic. Plain text,
-    escaped as any other; markup around a name uses <bdi> instead."""
-    return f"\u2068{name}\u2069" if name else ""
+    and U+2069 (pop directional isolate): "Bob (2)!" keeps its order in Arabic. Needed where
+    the page or the name runs right to left (static/js/words.js decides the same way). Plain
+    text, escaped as any other; markup around a name uses <bdi> instead."""
+    if not name:
+        return ""
+    text = str(name)
+    if direction() == "rtl" or RIGHT_TO_LEFT.search(text):
+        return f"\u2068{text}\u2069"
+    return text
 
 
 def said(message: Any) -> str | None:
