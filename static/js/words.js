@@ -102,7 +102,7 @@ function ending(game, you) {
   if (game.status === "aborted") return t("Game cancelled");
   if (game.status === "draw") return t("Draw");
   const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
+  const name = isolate(nameAt(game, opponentOf(you))); // whole sentences without it: "Your friend …"
   if (game.winner === you) {
     if (game.reason === "claim") return t("You win — {friend} left", { friend });
     if (game.reason === "resign") {
@@ -115,10 +115,10 @@ function ending(game, you) {
   if (game.reason === "resign") return t("You resigned");
   if (game.mode === "ai") return t("The AI wins");
   if (game.reason === "time") return t("Out of time — {friend} wins", { friend });
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  if (game.reason === "claim") return t("{Friend} claimed the win", { Friend, friend });
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  return t("{Friend} wins", { Friend, friend });
+  if (game.reason === "claim") {
+    return name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
+  }
+  return name ? t("{name} wins", { name }) : t("Your friend wins");
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
@@ -127,7 +127,6 @@ export function describe(game, you) {
   const other = opponentOf(you);
   if (!other) return neutral(game);
   if (game.status !== "playing") return ending(game, you);
-  const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return t("Waiting for your friend to join");
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
@@ -139,9 +138,10 @@ export function describe(game, you) {
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);
-  const friend = friendName(game, you);
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend, friend });
+  if (game.mode !== "ai") {
+    const name = isolate(nameAt(game, other));
+    return name ? t("{name}'s turn", { name }) : t("Your friend's turn");
+  }
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
   const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
   return hurried ? t("AI is playing faster than usual…") : t("AI is thinking…");
@@ -246,7 +246,7 @@ export function summarize(game, you) {
   const other = opponentOf(you);
   const hints = game.hints ?? { X: 0, O: 0 };
   const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
+  const name = isolate(nameAt(game, other)); // whole sentences without it: "Your friend …"
   let result;
   if (game.status === "aborted") result = t("Cancelled");
   else if (game.status === "draw") result = t("Draw");
@@ -260,12 +260,11 @@ export function summarize(game, you) {
     else result = t("You won");
   } else if (game.reason === "resign") result = t("You resigned");
   else if (game.mode === "ai") result = t("The AI won");
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  else if (game.reason === "claim") result = t("{Friend} claimed the win", { Friend, friend });
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  else if (game.reason === "time") result = t("{Friend} won on time", { Friend, friend });
-  // Translators: {Friend}: their name or "Your friend"; {friend}: "your friend" mid-sentence.
-  else result = t("{Friend} won", { Friend, friend });
+  else if (game.reason === "claim") {
+    result = name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
+  } else if (game.reason === "time") {
+    result = name ? t("{name} won on time", { name }) : t("Your friend won on time");
+  } else result = name ? t("{name} won", { name }) : t("Your friend won");
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
   else if (game.mode !== "friend") {
