@@ -25,12 +25,15 @@ const RTL_KEYS = { ...KEYS, ArrowLeft: "forward", ArrowRight: "back" };
  */
 export function captionWords(ply, moves, sides, variant) {
   const total = moves.length;
+  // Translators: {total} a number
   if (ply === 0) return t("Start · move 0 of {total}", { total: formatted(total) });
   if (ply === total) {
     return t("Final position · move {number} of {total}",
+      // Translators: {number} a move's number; {total} a number
       { number: formatted(total), total: formatted(total) });
   }
   return t("Move {number} of {total}: {move}", { number: formatted(ply), total: formatted(total),
+    // Translators: {number} a move's number; {total} a number; {move} a move ("X top left")
     move: moveWords(sides[ply - 1], moves[ply - 1], variant) });
 }
 

@@ -104,6 +104,7 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       const button = part(side, "edit");
       button.hidden = !editable || editing === side;
       const own = isolate(nameAt(game, side));
+      // Translators: {name} a name (or "Your friend", X, O)
       button.setAttribute("aria-label", own ? t("Your name: {name}. Change it", { name: own })
         : t("Your name: not set. Change it"));
       if (!editable && editing === side) stop(side);

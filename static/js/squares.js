@@ -112,6 +112,7 @@ export function squareInSentence(square) {
 export function squareWords(cell, variant) {
   if (variant === "ultimate") {
     const { board, square } = ultimateParts(cell);
+    // Translators: {board} a small board ("the centre board"); {square} a square ("top left")
     return t("{board}, {square}", { board: BOARD_NAMES[board], square: CELL_NAMES[square] });
   }
   return CELL_NAMES[cell];
@@ -166,6 +167,7 @@ export function estimateWords(score) {
   // Not a chance to win: a draw counts half (PROTOCOL v2 `score`), so 50% is "even".
   return {
     short: `~${percentWords(percent)}`,
+    // Translators: {percent} "62%"
     long: t("expected score about {percent}, estimated by search", { percent: percentWords(percent) }),
     tone,
   };

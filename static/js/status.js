@@ -33,6 +33,7 @@ export function refusalText(error, event, game = null) {
   if (event === "move" && code === "not_allowed" && game?.variant === "ultimate") {
     const open = game.next === null || game.next === undefined;
     return open ? t("Not there — that board is closed")
+      // Translators: {board} a small board ("the centre board")
       : t("Not there — play in {board}", { board: boardWords(game.next) });
   }
   if (code === "busy" && event === "new_game" && error?.message) {  // the levels that start

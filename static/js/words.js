@@ -83,7 +83,9 @@ export function sideName(game, side) {
 /** How a won game was won, told without a point of view: ", X resigned", " on time". */
 function how(game) {
   const loser = opponentOf(game.winner);
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.reason === "resign") return t(", {name} resigned", { name: sideName(game, loser) });
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.reason === "claim") return t(", {name} left", { name: sideName(game, loser) });
   if (game.reason === "time") return t(" on time");
   return "";
@@ -93,7 +95,9 @@ function how(game) {
 function neutral(game) {
   if (game.status === "aborted") return t("Game cancelled");
   if (game.status === "draw") return t("Draw");
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.status === "won") return t("{name} wins", { name: sideName(game, game.winner) }) + how(game);
+  // Translators: {name} a name (or "Your friend", X, O)
   return t("{name} to move", { name: sideName(game, game.turn) }) + whereWords(game);
 }
 
@@ -104,9 +108,11 @@ function ending(game, you) {
   const friend = friendName(game, you);
   const name = isolate(nameAt(game, opponentOf(you))); // whole sentences without it: "Your friend …"
   if (game.winner === you) {
+    // Translators: {friend} their name or "your friend"
     if (game.reason === "claim") return t("You win — {friend} left", { friend });
     if (game.reason === "resign") {
       return game.mode === "ai" ? t("You win — the AI resigned")
+        // Translators: {friend} their name or "your friend"
         : t("You win — {friend} resigned", { friend });
     }
     if (game.reason === "time") return t("You win on time");
@@ -114,15 +120,19 @@ function ending(game, you) {
   }
   if (game.reason === "resign") return t("You resigned");
   if (game.mode === "ai") return t("The AI wins");
+  // Translators: {friend} their name or "your friend"
   if (game.reason === "time") return t("Out of time — {friend} wins", { friend });
   if (game.reason === "claim") {
+    // Translators: {name} a name (or "Your friend", X, O)
     return name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
   }
+  // Translators: {name} a name (or "Your friend", X, O)
   return name ? t("{name} wins", { name }) : t("Your friend wins");
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
 export function describe(game, you) {
+  // Translators: {game} the game's status line
   if (you === "spectator") return t("You are watching — {game}", { game: neutral(game) });
   const other = opponentOf(you);
   if (!other) return neutral(game);
@@ -134,12 +144,14 @@ export function describe(game, you) {
     // status (the player on move must move, or lose on time) and the absence is the second
     // line (absence.js).
     if (!game.online[other] && game.moves.length <= (game.start ?? 0)) {
+      // Translators: {friend} their name or "your friend"
       return t("Waiting for {friend}", { friend: friendName(game, you) });
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);
   if (game.mode !== "ai") {
     const name = isolate(nameAt(game, other));
+    // Translators: {name} a name (or "Your friend", X, O)
     return name ? t("{name}'s turn", { name }) : t("Your friend's turn");
   }
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
@@ -155,7 +167,9 @@ export function describe(game, you) {
 export function describeFirstMove(game, you) {
   if (!game.first_move || game.status !== "playing" || !game.turn) return "";
   const seconds = number(game.first_move);
+  // Translators: {seconds} a number of seconds
   if (game.turn === you) return t("Move within {seconds} s, or it's cancelled", { seconds });
+  // Translators: {seconds} a number of seconds
   return t("No move in {seconds} s cancels the game", { seconds });
 }
 
@@ -170,18 +184,24 @@ export function describeLastMove(game, you) {
     const where = { square: squareInSentence(square), board: boardWords(board) };
     // Translators: {square} a square in a sentence ("the top left"), {board} "the centre board".
     if (mark === you) return t("You played {square} in {board}", where);
+    // Translators: {square} a square ("top left"); {board} a small board ("the centre board")
     if (game.seats[mark] === "ai") return t("AI played {square} in {board}", where);
+    // Translators: {who} a name, "Your friend", X or O; {square} a square ("top left"); {board} a …
     return t("{who} played {square} in {board}", { who, ...where });
   }
   const place = placeWords(cell, game.variant);
+  // Translators: {place} a square in a sentence ("the top left")
   if (mark === you) return t("You played {place}", { place });
+  // Translators: {place} a square in a sentence ("the top left")
   if (game.seats[mark] === "ai") return t("AI played {place}", { place });
+  // Translators: {who} a name, "Your friend", X or O; {place} a square in a sentence ("the top lef…
   return t("{who} played {place}", { who, place });
 }
 
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
   if (game.start > 0) {
+    // Translators: {number} a move's number
     return t("Practice from move {number} · not counted", { number: number(game.start + 1) });
   }
   const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
@@ -190,15 +210,20 @@ export function describeStart(game, you) {
     const against = {
       // Translators: {side} is X or O; a sentence per level, to inflect the level's word.
       easy: t("You play {side} against the easy AI", { side: you }),
+      // Translators: {side} X or O
       medium: t("You play {side} against the medium AI", { side: you }),
+      // Translators: {side} X or O
       hard: t("You play {side} against the hard AI", { side: you }),
+      // Translators: {side} X or O
       perfect: t("You play {side} against the perfect AI", { side: you }),
     };
+    // Translators: {side} X or O
     return ultimate + (against[game.level] ?? t("You play {side} against the AI", { side: you }));
   }
   if (game.mode === "local") return ultimate + t("Two players, one screen — X starts");
   // The names the seats show: "Watching Ana vs Ben", "Watching Player 1 vs Player 2".
   if (you === "spectator") {
+    // Translators: {x} X's name; {o} O's name
     return t("Watching {x} vs {o}", { x: seatName(game, "X", you), o: seatName(game, "O", you) });
   }
   const lead = you === "X" ? t("You play X and move first") : t("You play O — X moves first");
@@ -213,6 +238,7 @@ export function describeStart(game, you) {
  * player's own seat shows their name once they have one (its pencil says whose it is).
  */
 export function seatName(game, side, you) {
+  // Translators: {level} a level's name ("Easy")
   if (game.seats[side] === "ai") return t("AI · {level}", { level: levelWords(game.level) });
   if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return t("Waiting…");
   const name = isolate(nameAt(game, side));
@@ -250,20 +276,26 @@ export function summarize(game, you) {
   let result;
   if (game.status === "aborted") result = t("Cancelled");
   else if (game.status === "draw") result = t("Draw");
+  // Translators: {name} a name (or "Your friend", X, O)
   else if (!other) result = t("{name} won", { name: sideName(game, game.winner) }) + how(game);
   else if (game.winner === you) {
+    // Translators: {friend} their name or "your friend"
     if (game.reason === "claim") result = t("You won — {friend} left", { friend });
     else if (game.reason === "resign") {
       result = game.mode === "ai" ? t("You won — the AI resigned")
+        // Translators: {friend} their name or "your friend"
         : t("You won — {friend} resigned", { friend });
     } else if (game.reason === "time") result = t("You won on time");
     else result = t("You won");
   } else if (game.reason === "resign") result = t("You resigned");
   else if (game.mode === "ai") result = t("The AI won");
   else if (game.reason === "claim") {
+    // Translators: {name} a name (or "Your friend", X, O)
     result = name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
   } else if (game.reason === "time") {
+    // Translators: {name} a name (or "Your friend", X, O)
     result = name ? t("{name} won on time", { name }) : t("Your friend won on time");
+  // Translators: {name} a name (or "Your friend", X, O)
   } else result = name ? t("{name} won", { name }) : t("Your friend won");
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
