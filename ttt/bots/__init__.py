@@ -56,6 +56,7 @@ def check_about(about: Any) -> str:
     # counted as one character, before the length and the characters are checked.
     about = about.replace("\r\n", "\n").replace("\r", "\n").strip()
     if len(about) > ABOUT_LENGTH or any(ord(c) < 32 and c != "\n" for c in about):
+        # Translators: {limit} a number
         raise BotError("bad_request", N_("about has at most {limit} printable characters"),
                        limit=ABOUT_LENGTH)
     return about
@@ -70,6 +71,7 @@ def check_variants(variants: Any) -> list[str]:
         variants = [variants]
     if (not isinstance(variants, list | tuple) or not variants
             or any(v not in PLAYABLE for v in variants)):
+        # Translators: {variants} 'classic' and 'ultimate'
         raise BotError("bad_request", N_("variants is a non-empty list of {variants}"),
                        variants=" and ".join(f"'{v}'" for v in PLAYABLE))
     return [v for v in PLAYABLE if v in variants]

@@ -14,6 +14,7 @@ TAKEN = N_("that bot name is taken")
 
 
 def too_many_bots(limit: int) -> BotError:
+    # Translators: {limit} a number
     return BotError("not_allowed", N_("you have {limit} bots already: revoke one first"),
                     limit=limit)
 

@@ -36,16 +36,20 @@ def room_for(store: Any, player: str, name: str, cap: int, against: str | None) 
             people += 1
     if against == ANY:
         if people + bots >= cap:
+            # Translators: {name} a bot's name
             raise BotError("not_allowed", N_("{name} sits in too many unfinished games"), name=name)
         return
     if against is None or not is_bot_player(against):
         if people >= cap:
+            # Translators: {name} a bot's name
             raise BotError("not_allowed", N_("{name} sits in too many unfinished games"), name=name)
         return
     if pair >= PAIR:
+        # Translators: {name} a bot's name; {count} a number
         raise BotError("not_allowed", N_("{name} already has {count} unfinished games against "
                                          "that bot"), name=name, count=PAIR)
     if bots >= max(PAIR, cap // 2):
+        # Translators: {name} a bot's name
         raise BotError("not_allowed", N_("{name} sits in too many unfinished games against bots"),
                        name=name)
 

@@ -65,11 +65,13 @@ def check_not_posing(name: str, others: Iterable[str]) -> None:
     names); the exact same name (any case) is left to the store's own uniqueness check."""
     level = poses_as_level(name)
     if level is not None:
+        # Translators: {level} an AI level ("easy")
         raise BotError("bad_request", N_("a bot name may not start with an AI level's name "
                                          "({level}): it would read as the site's AI"),
                        level=level)
     shape = skeleton(name)
     for other in others:
         if other.lower() != name.lower() and skeleton(other) == shape:
+            # Translators: {other} another bot's name
             raise BotError("conflict", N_("that bot name looks too much like the bot {other}"),
                            other=other)

@@ -185,6 +185,7 @@ def room_for(bot: Bot, against: str | None = None) -> None:
 def check_plays(bot: Bot, variant: Any) -> None:
     """Refuse a game of a variant the bot does not say it plays, naming what it plays."""
     if isinstance(variant, str) and variant in VARIANTS and variant not in bot.variants:
+        # Translators: {name} a bot's name; {plays} "classic only", "classic and ultimate"; {variant
         raise BotError("not_allowed", N_("{name} plays {plays}, not {variant}"),
                        name=bot.name, plays=plays(bot.variants), variant=variant)
 
@@ -198,6 +199,7 @@ def opponent_bot(text: str, variant: str | None = None, by: str | None = None) -
         raise BotError("not_found", N_("no such bot"))
     check_plays(other, variant)
     if not hub().online(other.player):
+        # Translators: {name} a bot's name
         raise BotError("not_allowed", N_("{name} is not online"), name=other.name)
     room_for(other, by)
     return other

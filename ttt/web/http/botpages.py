@@ -146,6 +146,7 @@ def play(name: str):
     if variant not in bot.variants:  # the page offers only those: a stale or forged form
         what = {("classic",): _("classic only"), ("ultimate",): _("ultimate only")}.get(
             tuple(bot.variants), _("classic and ultimate"))
+        # Translators: %(name)s a bot's name; %(variants)s "classic only", "classic and ultimate"
         wrong = _("%(name)s plays %(variants)s.", name=isolate(bot.name), variants=what)
         return render_template("bot.html", bot=card(bot), error=wrong), 409
     presence = table().presence

@@ -217,15 +217,19 @@ def _unplayable(rules, cells: list[int]) -> str:
         try:
             rules.from_moves(cells[:index + 1])
         except GameOver:
+            # Translators: %(n)s the move's number
             return _("No game can be played that way: move %(n)s comes after the game is over.",
                      n=format_decimal(index + 1))
         except CellOccupied:
+            # Translators: %(n)s the move's number
             return _("No game can be played that way: move %(n)s is on a square already "
                      "taken.", n=format_decimal(index + 1))
         except WrongBoard:
+            # Translators: %(n)s the move's number
             return _("No game can be played that way: move %(n)s is not in the board the "
                      "move before sent it to.", n=format_decimal(index + 1))
         except ValueError:
+            # Translators: %(n)s the move's number
             return _("No game can be played that way: move %(n)s is not a square of the "
                      "board.", n=format_decimal(index + 1))
     return _("No game can be played that way.")
