@@ -376,3 +376,14 @@ def test_msgfmt_check_passes(code):
     done = subprocess.run([msgfmt, "--check", "-o", "/dev/null", str(po)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_scripts_notes_for_translators_stay_out_of_the_first_load(client):
+    import gzip
+
+    on_disk = (ROOT / "static" / "js" / "words.js").read_text(encoding="utf-8")
+    assert "// Translators:" in on_disk
+    with client.get("/static/js/words.js", headers={"Accept-Encoding": "gzip"}) as served:
+        assert served.headers["Content-Encoding"] == "gzip"
+        script = gzip.decompress(served.data).decode("utf-8")
+    assert "Translators:" not in script and "export function describe" in script

@@ -136,6 +136,11 @@ _CSS_COMMENT = re.compile(rb"/\*.*?\*/\n?", re.S)
 _BLANK_LINES = re.compile(rb"\n\s*\n+")
 
 
+# A script's notes for translators (`// Translators: …`, extracted into the catalogs by
+# `make translations`): no browser reads them, and every language's first load must fit 100 kB.
+_TRANSLATOR_NOTES = re.compile(rb"^[ \t]*// Translators:[^\n]*\n", re.M)
+
+
 def _without_comments(css: bytes) -> bytes:
     """A stylesheet as the browser reads it, without its comments (a third of app.css gzipped:
     every language's first load must fit 100 kB, issue 35). The file on disk keeps them."""
@@ -157,6 +162,8 @@ def _compress(response):
             return response
         if etag and response.mimetype == "text/css":
             body = _without_comments(body)
+        elif etag and response.mimetype in ("text/javascript", "application/javascript"):
+            body = _TRANSLATOR_NOTES.sub(b"", body)
         # Static files are compressed once per version: the strongest level costs nothing then.
         cached = gzip.compress(body, compresslevel=9 if etag else 6)
         if etag and len(_gzipped) < 256:  # static files: compress each version once
