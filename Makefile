@@ -39,7 +39,7 @@ system:
 BABEL := $(VENV)/bin/pybabel
 POT   := ttt/translations/messages.pot
 translations: $(STAMP)
-	$(BABEL) -q extract -F babel.cfg -k t -k tn:1,2 -k N_ --no-wrap --sort-by-file \
+	$(BABEL) -q extract -F babel.cfg -k t -k tn:1,2 -k N_ -c Translators: --no-wrap --sort-by-file \
 	  --project=ttt --copyright-holder="ttt" -o $(POT) .
 	$(BABEL) -q update -i $(POT) -d ttt/translations --no-wrap --ignore-obsolete
 	$(BABEL) -q compile -d ttt/translations --statistics

@@ -18,7 +18,9 @@ export function awayMidGame(game, you) {
 export function absenceWords(game, you, left) {
   const Friend = friendName(game, you, { start: true });
   return left > 0
+    // Translators: {name}: their name or "Your friend"; {time}: a countdown, "0:42".
     ? t("{name} left · you can claim the win in {time}", { name: Friend, time: clockWords(left) })
+    // Translators: {name} a name (or "Your friend", X, O)
     : t("{name} left · you can claim the win now", { name: Friend });
 }
 

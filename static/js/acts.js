@@ -98,6 +98,7 @@ export function createActs(session) {
   function hold(game, cell) {
     state.queued = { id: game.id, version: game.version, cell, variant: game.variant };
     const where = squareWords(cell, game.variant);
+    // Translators: {where} a square ("the top left")
     status.notice(t("You are offline — your move ({where}) will be played when the connection is back",
       { where }), { sticky: true });
   }
@@ -117,6 +118,7 @@ export function createActs(session) {
       return;
     }
     status.notice(t("Your move ({where}) was not played: the game changed while you were offline",
+      // Translators: {where} a square ("the top left")
       { where: squareWords(cell, variant) }), { sticky: true });
   }
 

@@ -30,6 +30,7 @@ const FLAGS = { mistake: t("the mistake"), better: t("a better move") };
 function label(cell) {
   const index = Number(cell.dataset.cell);
   const parts = [t("row {row}, column {column}",
+    // Translators: {row} 1 to 3; {column} 1 to 3
     { row: number(Math.floor(index / 3) + 1), column: number((index % 3) + 1) }),
   cell.dataset.mark || t("empty")];
   if (cell.dataset.result) {

@@ -201,6 +201,7 @@ export function createCoach({ board, learn, review, deck, evaluations }, {
           best.length) + estimated;
       } else if (best.length) {
         const cells = cellsWords(best, game.variant);
+        // Translators: {cells} squares ("the top left or the centre")
         words = (best.length === 1 ? t("Hint: play {cells}", { cells }) : t("Hint: {cells}", { cells }))
           + estimated;
       }

@@ -66,6 +66,7 @@ export function leaving(game) {
   const friend = friendName(game, you);
   return {
     event: null, ask: true, title,
+    // Translators: {friend} their name or "your friend"; {time} a countdown ("0:42")
     text: t("The game stays open: {friend} can claim it in {time}.", { friend, time: claimWords() }),
     go: t("Leave"),
   };
@@ -88,6 +89,7 @@ export function ending(game, event) {
   }
   const text = game.mode === "ai"
     ? t("It counts as a loss against the AI.")
+    // Translators: {name} a name (or "Your friend", X, O)
     : t("{name} wins the game.", { name: friendName(game, game.you, { start: true }) });
   return { title: t("Resign this game?"), text, go: t("Resign") };
 }

@@ -15,7 +15,9 @@ export function cellGroupWords(cells) {
   const parts = [];
   if (rest.has(4)) parts.push(placeWords(4, "classic"));
   for (const [group, all, allBut] of [
+    // Translators: {place} a square in a sentence ("the top left")
     [CORNERS, t("any corner"), (cell) => t("any corner but {place}", { place: placeWords(cell) })],
+    // Translators: {place} a square in a sentence ("the top left")
     [EDGES, t("any edge"), (cell) => t("any edge but {place}", { place: placeWords(cell) })],
   ]) {
     const chosen = group.filter((cell) => rest.has(cell));
@@ -36,14 +38,18 @@ export function adviceWords(answer) {
   const losing = moves.filter((move) => move.result === "loss").map((move) => move.cell);
   if (best.length === moves.length) return t("Every square is as good as the others here.");
   if (best.length <= 2 || best.length <= losing.length) {
+    // Translators: {cells} squares ("the top left or the centre")
     if (!losing.length) return t("Play {cells}.", { cells: cellGroupWords(best) });
     return t("Play {cells} ({losing} would lose).",
+      // Translators: {cells} squares ("the top left or the centre"); {losing} the squares that lose
       { cells: cellGroupWords(best), losing: cellGroupWords(losing) });
   }
   if (!losing.length) {
+    // Translators: {cells} squares ("the top left or the centre")
     return t("Play {cells}: the other squares only draw.", { cells: cellGroupWords(best) });
   }
   return t("Most squares are fine; avoid {cells}: that would lose.",
+    // Translators: {cells} squares ("the top left or the centre")
     { cells: cellGroupWords(losing) });
 }
 
@@ -51,12 +57,14 @@ export function adviceWords(answer) {
 export function mistakeWords(mistake) {
   if (!mistake || mistake.cell === undefined || !mistake.best) return mistake?.text ?? "";
   const results = { win: t("a win"), draw: t("a draw"), loss: t("a loss") };
+  // Translators: {side} X or O; {square} "top left"; {before}, {after}: "a win", "a draw"…
   return t("Move {number}, {side} {square}, turned {before} into {after}; better was {better}.", {
     number: number(mistake.ply + 1),
     side: mistake.side,
     square: CELL_NAMES[mistake.cell],
     before: results[mistake.before] ?? mistake.before,
     after: results[mistake.after] ?? mistake.after,
+    // Translators: {number} a move's number; {side} X or O; {square} a square ("top left"); {befor…
     better: cellGroupWords(mistake.best),
   });
 }

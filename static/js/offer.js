@@ -30,6 +30,7 @@ export function createOffer({ row, buttons, text }, handlers) {
 
   const countdown = createCountdown((left) => {
     buttons.claim.textContent = left > 0
+      // Translators: {time} a countdown ("0:42")
       ? t("Claim the win in {time}", { time: clockWords(left) }) : t("Claim the win");
   }, () => handlers.onClaimDue());
 

@@ -16,18 +16,24 @@ export async function copyField(input) {
 }
 
 const KEYS = { ArrowLeft: "back", ArrowRight: "forward", Home: "first", End: "last" };
+// Right to left, "previous" is the button on the right (its icon flipped, rtl.css): the arrow
+// keys follow the buttons.
+const RTL_KEYS = { ...KEYS, ArrowLeft: "forward", ArrowRight: "back" };
 
 /**
  * Where the replay stands, in words: "Move 3 of 7: X top left". `sides`: who made each move.
  */
 export function captionWords(ply, moves, sides, variant) {
   const total = moves.length;
+  // Translators: {total} a number
   if (ply === 0) return t("Start · move 0 of {total}", { total: formatted(total) });
   if (ply === total) {
     return t("Final position · move {number} of {total}",
+      // Translators: {number} a move's number; {total} a number
       { number: formatted(total), total: formatted(total) });
   }
   return t("Move {number} of {total}: {move}", { number: formatted(ply), total: formatted(total),
+    // Translators: {number} a move's number; {total} a number; {move} a move ("X top left")
     move: moveWords(sides[ply - 1], moves[ply - 1], variant) });
 }
 
@@ -108,7 +114,7 @@ export function createReview(root, { onStep, onShow, onTry }) {
       onStep("last"); // leave the replay: back to how the game ended
       return;
     }
-    const to = KEYS[event.key];
+    const to = (document.documentElement.dir === "rtl" ? RTL_KEYS : KEYS)[event.key];
     if (!to) return;
     event.preventDefault();
     event.stopPropagation();

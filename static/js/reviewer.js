@@ -2,7 +2,7 @@
 // mistakes asked for) once a game is over, stepping through it on the board, and a practice
 // game from just before a mistake. The verdicts come from the server.
 import { sidesOf, t } from "./squares.js";
-import { nameAt, summarize } from "./words.js";
+import { isolate, nameAt, summarize } from "./words.js";
 
 /** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
 function sideNames(game) {
@@ -10,10 +10,10 @@ function sideNames(game) {
   if (you !== "X" && you !== "O") {
     if (game.mode !== "friend") return {};
     return Object.fromEntries(["X", "O"].filter((side) => nameAt(game, side))
-      .map((side) => [side, nameAt(game, side)]));
+      .map((side) => [side, isolate(nameAt(game, side))]));
   }
   const other = you === "X" ? "O" : "X";
-  let them = nameAt(game, other) || t("Friend");
+  let them = isolate(nameAt(game, other)) || t("Friend");
   if (game.mode === "ai") them = t("AI");
   return { [you]: t("You"), [other]: them };
 }

@@ -12,6 +12,7 @@ import {
 /** "You play O this time": a rematch swapped the side of a seated player, or "". */
 export function swapped(before, now) {
   return opponentOf(now) && opponentOf(before) && now !== before
+    // Translators: {side} X or O
     ? t("You play {side} this time", { side: now }) : "";
 }
 

@@ -1,6 +1,6 @@
 // The two seats above the board (names, whose turn, who won, who is online) and the line under
 // them (the running score, how many watch). The player's own name is edited on its seat.
-import { isBot, nameAt, scoreWords, seatName } from "./words.js";
+import { isBot, isolate, nameAt, scoreWords, seatName } from "./words.js";
 import { t, tn } from "./squares.js";
 
 const PRESENCE_WORDS = { online: t("online"), offline: t("away"), open: t("seat open") };
@@ -103,7 +103,8 @@ export function createSeats({ chips, series, score, watching }, { onRename }) {
       chip.classList.toggle("is-editable", editable);
       const button = part(side, "edit");
       button.hidden = !editable || editing === side;
-      const own = nameAt(game, side);
+      const own = isolate(nameAt(game, side));
+      // Translators: {name} a name (or "Your friend", X, O)
       button.setAttribute("aria-label", own ? t("Your name: {name}. Change it", { name: own })
         : t("Your name: not set. Change it"));
       if (!editable && editing === side) stop(side);

@@ -26,6 +26,7 @@ export function createShare(root) {
 
   native.addEventListener("click", async () => {
     try {
+      // Translators: {name} a name (or "Your friend", X, O)
       const text = inviter ? t("{name} invites you to a game of tic-tac-toe", { name: inviter })
         : t("Play tic-tac-toe with me");
       await navigator.share({ title: t("Tic-tac-toe"), text, url: input.value });

@@ -102,11 +102,17 @@ const THE_CELL_NAMES = [
   t("the bottom left"), t("the bottom"), t("the bottom right"),
 ];
 
+/** A square of a 3x3 grid in a sentence: "the top left". */
+export function squareInSentence(square) {
+  return THE_CELL_NAMES[square];
+}
+
 /** A cell's name: "top left"; in ultimate "centre board, top right" (the places the board
  * shows: a small board by its place in the big one, a square by its place in the small one). */
 export function squareWords(cell, variant) {
   if (variant === "ultimate") {
     const { board, square } = ultimateParts(cell);
+    // Translators: {board} a small board ("the centre board"); {square} a square ("top left")
     return t("{board}, {square}", { board: BOARD_NAMES[board], square: CELL_NAMES[square] });
   }
   return CELL_NAMES[cell];
@@ -161,6 +167,7 @@ export function estimateWords(score) {
   // Not a chance to win: a draw counts half (PROTOCOL v2 `score`), so 50% is "even".
   return {
     short: `~${percentWords(percent)}`,
+    // Translators: {percent} "62%"
     long: t("expected score about {percent}, estimated by search", { percent: percentWords(percent) }),
     tone,
   };

@@ -33,19 +33,23 @@ export function refusalText(error, event, game = null) {
   if (event === "move" && code === "not_allowed" && game?.variant === "ultimate") {
     const open = game.next === null || game.next === undefined;
     return open ? t("Not there — that board is closed")
+      // Translators: {board} a small board ("the centre board")
       : t("Not there — play in {board}", { board: boardWords(game.next) });
   }
   if (code === "busy" && event === "new_game" && error?.message) {  // the levels that start
-    const levels = (error.available ?? []).map((level) => levelWords(level).toLowerCase());
-    const full = t("The AI is at capacity: no new games at this level for now");
-    return levels.length ? `${full} ${t("(try {levels})", { levels: levels.join(t(" or ")) })}`
-      : full;
+    // The open levels by their buttons' labels, as a list: no inflection asked of a language.
+    const levels = (error.available ?? []).map((level) => levelWords(level)).join(t(", "));
+    if (!levels) return t("The AI is at capacity: no new games at this level for now");
+    // Translators: {levels} is the levels still open, by their buttons' names ("Easy, Medium").
+    return t("The AI is at capacity: no new games at this level for now. Open: {levels}",
+      { levels });
   }
   if (code === "not_allowed") {
     // The server's reason, in English on the wire: the catalog has the page's words for it
     // (those marked N_ in ttt/, served with the page's own).
-    const why = error?.message ? `: ${t(error.message)}` : "";
-    return t("That is not allowed right now") + why;
+    if (!error?.message) return t("That is not allowed right now");
+    // Translators: {why} is the server's reason, a sentence of its own from this catalog.
+    return t("That is not allowed right now: {why}", { why: t(error.message) });
   }
   return REFUSALS[code] ?? (error?.message || t("Something went wrong — try again"));
 }

@@ -13,6 +13,7 @@ const STATES = { X: t("won by X"), O: t("won by O"), "-": t("full, nobody won it
 /** "Centre board" and what the view says of it, for people. */
 function smallBoardWords(b, state) {
   const name = BOARD_NAMES[b].charAt(0).toUpperCase() + BOARD_NAMES[b].slice(1);
+  // Translators: {board} a small board ("the centre board"); {state} a board's state ("won by X")
   return STATES[state] ? t("{board}, {state}", { board: name, state: STATES[state] }) : name;
 }
 
@@ -44,6 +45,7 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
   /** Where the view says the mover must play, for a label: "you must play in the top board". */
   function where() {
     if (!shown?.playable) return "";
+    // Translators: {board} a small board ("the centre board")
     return shown.lit.size === 1 ? t("you must play in {board}", { board: boardWords(only()) })
       : t("you may play in any open board");
   }
@@ -58,6 +60,7 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
     const { board: b } = ultimateParts(index);
     const words = [placeWords(index, "ultimate"), cell.dataset.mark || t("empty")];
     const state = shown?.boards[b];
+    // Translators: {state} a board's state ("won by X")
     if (STATES[state]) words.push(t("board {state}", { state: STATES[state] }));
     if (cell.dataset.score) words.push(estimateWords(Number(cell.dataset.score) / 100).long);
     else if (cell.dataset.estimate) words.push(estimateWords(null).long);
@@ -208,11 +211,13 @@ export function createUltimateBoard(grid, strike, { onPlay } = {}) {
           const taken = Array.from(small.querySelectorAll(".ucell"))
             .filter((cell) => cell.dataset.mark === side)
             .map((cell) => CELL_NAMES[ultimateParts(Number(cell.dataset.ucell)).square]);
+          // Translators: {side} X or O; {cells} squares ("the top left or the centre")
           return taken.length ? t("{side} on {cells}", { side, cells: taken.join(t(", ")) }) : "";
         }).filter(Boolean);
         words = [words, marks.join("; ") || t("empty")].join(": ");
       } else if (shown.lit.has(b)) {
-        words = `${words}${t(", ")}${shown.playable ? t("play here") : t("to be played in")}`;
+        const where = shown.playable ? t("play here") : t("to be played in");
+        words = `${words}${t(", ")}${where}`;
       }
       small.setAttribute("aria-label", words);
     });

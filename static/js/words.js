@@ -1,6 +1,8 @@
 // The words for a game as one receiver sees it: names, whose turn, endings, news of the seats,
 // offers, reactions, the score, the review's summary. Pure functions of the view.
-import { BOARD_NAMES, CELL_NAMES, number, placeWords, t, tn } from "./squares.js";
+import {
+  BOARD_NAMES, CELL_NAMES, boardWords, number, placeWords, squareInSentence, t, tn, ultimateParts,
+} from "./squares.js";
 
 /** Where the side on move may play in an ultimate game, as the view's `targets` (PROTOCOL v4)
  * say, or "": "bottom right board" (short: it follows "Your turn · " on a 320 px phone). */
@@ -42,6 +44,21 @@ export function nameAt(game, side) {
   return (typeof name === "object" && name !== null ? name.name : name) || null;
 }
 
+// Letters of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, their forms).
+const RIGHT_TO_LEFT = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFF]/;
+
+/**
+ * A person's or a bot's name inside text: between U+2068 (first strong isolate) and U+2069
+ * (pop directional isolate), so "Bob (2)!" keeps its order in an Arabic sentence, the tab title
+ * and a screen reader's line. Needed where the page or the name runs right to left; a
+ * left-to-right name in a left-to-right page reads right without. Never for a field's value.
+ */
+export function isolate(name) {
+  if (!name) return name;
+  const page = globalThis.document?.documentElement?.dir;
+  return page === "rtl" || RIGHT_TO_LEFT.test(name) ? `\u2068${name}\u2069` : name;
+}
+
 /** Whether the seat at `side` is a bot's (PROTOCOL v3 "Bots"). */
 export function isBot(game, side) {
   const name = game.names?.[side];
@@ -54,19 +71,21 @@ export function isBot(game, side) {
  */
 export function friendName(game, you, { start = false } = {}) {
   const name = nameAt(game, opponentOf(you));
-  if (name) return name;
+  if (name) return isolate(name);
   return start ? t("Your friend") : t("your friend");
 }
 
 /** The side or person at `side` for a spectator or pass-and-play: "Ana", or "X". */
 export function sideName(game, side) {
-  return nameAt(game, side) ?? side;
+  return isolate(nameAt(game, side)) ?? side;
 }
 
 /** How a won game was won, told without a point of view: ", X resigned", " on time". */
 function how(game) {
   const loser = opponentOf(game.winner);
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.reason === "resign") return t(", {name} resigned", { name: sideName(game, loser) });
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.reason === "claim") return t(", {name} left", { name: sideName(game, loser) });
   if (game.reason === "time") return t(" on time");
   return "";
@@ -76,7 +95,9 @@ function how(game) {
 function neutral(game) {
   if (game.status === "aborted") return t("Game cancelled");
   if (game.status === "draw") return t("Draw");
+  // Translators: {name} a name (or "Your friend", X, O)
   if (game.status === "won") return t("{name} wins", { name: sideName(game, game.winner) }) + how(game);
+  // Translators: {name} a name (or "Your friend", X, O)
   return t("{name} to move", { name: sideName(game, game.turn) }) + whereWords(game);
 }
 
@@ -85,11 +106,13 @@ function ending(game, you) {
   if (game.status === "aborted") return t("Game cancelled");
   if (game.status === "draw") return t("Draw");
   const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
+  const name = isolate(nameAt(game, opponentOf(you))); // whole sentences without it: "Your friend …"
   if (game.winner === you) {
+    // Translators: {friend} their name or "your friend"
     if (game.reason === "claim") return t("You win — {friend} left", { friend });
     if (game.reason === "resign") {
       return game.mode === "ai" ? t("You win — the AI resigned")
+        // Translators: {friend} their name or "your friend"
         : t("You win — {friend} resigned", { friend });
     }
     if (game.reason === "time") return t("You win on time");
@@ -97,20 +120,25 @@ function ending(game, you) {
   }
   if (game.reason === "resign") return t("You resigned");
   if (game.mode === "ai") return t("The AI wins");
+  // Translators: {friend} their name or "your friend"
   if (game.reason === "time") return t("Out of time — {friend} wins", { friend });
-  if (game.reason === "claim") return t("{Friend} claimed the win", { Friend });
-  return t("{Friend} wins", { Friend });
+  if (game.reason === "claim") {
+    // Translators: {name} a name (or "Your friend", X, O)
+    return name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
+  }
+  // Translators: {name} a name (or "Your friend", X, O)
+  return name ? t("{name} wins", { name }) : t("Your friend wins");
 }
 
 /** The status line for `game` as seen by `you` (a Role). */
 export function describe(game, you) {
+  // Translators: {game} the game's status line
   if (you === "spectator") return t("You are watching — {game}", { game: neutral(game) });
   const other = opponentOf(you);
   if (!other) return neutral(game);
   if (game.status !== "playing") return ending(game, you);
   // Drawn from this device offline: no move can be made here, so nobody's turn is offered.
   if (game.offline) return t("Offline · the game as you last saw it");
-  const Friend = friendName(game, you, { start: true });
   if (game.mode === "friend") {
     if (game.seats[other] === "open") return t("Waiting for your friend to join");
     // A friend not here yet for a game with no moves (a rematch their page is opening) is
@@ -118,11 +146,16 @@ export function describe(game, you) {
     // status (the player on move must move, or lose on time) and the absence is the second
     // line (absence.js).
     if (!game.online[other] && game.moves.length <= (game.start ?? 0)) {
+      // Translators: {friend} their name or "your friend"
       return t("Waiting for {friend}", { friend: friendName(game, you) });
     }
   }
   if (game.turn === you) return t("Your turn") + whereWords(game);
-  if (game.mode !== "ai") return t("{Friend}'s turn", { Friend });
+  if (game.mode !== "ai") {
+    const name = isolate(nameAt(game, other));
+    // Translators: {name} a name (or "Your friend", X, O)
+    return name ? t("{name}'s turn", { name }) : t("Your friend's turn");
+  }
   // A crowd shortens every search (the view's `budget` under its level's `budget_full`).
   const hurried = game.budget && game.budget_full && game.budget < game.budget_full;
   return hurried ? t("AI is playing faster than usual…") : t("AI is thinking…");
@@ -136,7 +169,9 @@ export function describe(game, you) {
 export function describeFirstMove(game, you) {
   if (!game.first_move || game.status !== "playing" || !game.turn) return "";
   const seconds = number(game.first_move);
+  // Translators: {seconds} a number of seconds
   if (game.turn === you) return t("Move within {seconds} s, or it's cancelled", { seconds });
+  // Translators: {seconds} a number of seconds
   return t("No move in {seconds} s cancels the game", { seconds });
 }
 
@@ -145,10 +180,23 @@ export function describeLastMove(game, you) {
   if (!game.moves.length) return "";
   const cell = game.moves[game.moves.length - 1];
   const mark = game.board[cell];
-  const place = placeWords(cell, game.variant);
-  if (mark === you) return t("You played {place}", { place });
-  if (game.seats[mark] === "ai") return t("AI played {place}", { place });
   const who = opponentOf(you) ? friendName(game, you, { start: true }) : sideName(game, mark);
+  if (game.variant === "ultimate") {
+    const { board, square } = ultimateParts(cell);
+    const where = { square: squareInSentence(square), board: boardWords(board) };
+    // Translators: {square} a square in a sentence ("the top left"), {board} "the centre board".
+    if (mark === you) return t("You played {square} in {board}", where);
+    // Translators: {square} a square ("top left"); {board} a small board ("the centre board")
+    if (game.seats[mark] === "ai") return t("AI played {square} in {board}", where);
+    // Translators: {who} a name, "Your friend", X or O; {square} a square ("top left"); {board} a …
+    return t("{who} played {square} in {board}", { who, ...where });
+  }
+  const place = placeWords(cell, game.variant);
+  // Translators: {place} a square in a sentence ("the top left")
+  if (mark === you) return t("You played {place}", { place });
+  // Translators: {place} a square in a sentence ("the top left")
+  if (game.seats[mark] === "ai") return t("AI played {place}", { place });
+  // Translators: {who} a name, "Your friend", X or O; {place} a square in a sentence ("the top lef…
   return t("{who} played {place}", { who, place });
 }
 
@@ -160,6 +208,7 @@ export function describeAway(missed) {
 /** A line to open a game with no moves yet. */
 export function describeStart(game, you) {
   if (game.start > 0) {
+    // Translators: {number} a move's number
     return t("Practice from move {number} · not counted", { number: number(game.start + 1) });
   }
   const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
@@ -169,16 +218,31 @@ export function describeStart(game, you) {
       { x: seatName(game, "X", you), o: seatName(game, "O", you) });
   }
   if (game.mode === "ai") {
-    return ultimate + t("You play {side} against the {level} AI",
-      { side: you, level: levelWords(game.level).toLowerCase() });
+    // A whole sentence per level: each language inflects the level's word as it needs.
+    const against = {
+      // Translators: {side} is X or O; a sentence per level, to inflect the level's word.
+      easy: t("You play {side} against the easy AI", { side: you }),
+      // Translators: {side} X or O
+      medium: t("You play {side} against the medium AI", { side: you }),
+      // Translators: {side} X or O
+      hard: t("You play {side} against the hard AI", { side: you }),
+      // Translators: {side} X or O
+      perfect: t("You play {side} against the perfect AI", { side: you }),
+    };
+    // Translators: {side} X or O
+    return ultimate + (against[game.level] ?? t("You play {side} against the AI", { side: you }));
   }
   if (game.mode === "local") return ultimate + t("Two players, one screen — X starts");
   // The names the seats show: "Watching Ana vs Ben", "Watching Player 1 vs Player 2".
   if (you === "spectator") {
+    // Translators: {x} X's name; {o} O's name
     return t("Watching {x} vs {o}", { x: seatName(game, "X", you), o: seatName(game, "O", you) });
   }
-  const clock = game.clock ? ` · ${t("{seconds} s a move", { seconds: number(game.clock) })}` : "";
-  return (you === "X" ? t("You play X and move first") : t("You play O — X moves first")) + clock;
+  const lead = you === "X" ? t("You play X and move first") : t("You play O — X moves first");
+  if (!game.clock) return lead;
+  // Translators: {seconds} is the clock's time for each move, a number.
+  const clock = t("{seconds} s a move", { seconds: number(game.clock) });
+  return `${lead} · ${clock}`;
 }
 
 /**
@@ -186,9 +250,10 @@ export function describeStart(game, you) {
  * player's own seat shows their name once they have one (its pencil says whose it is).
  */
 export function seatName(game, side, you) {
+  // Translators: {level} a level's name ("Easy")
   if (game.seats[side] === "ai") return t("AI · {level}", { level: levelWords(game.level) });
   if (game.mode === "friend" && game.seats[side] === "open" && side !== you) return t("Waiting…");
-  const name = nameAt(game, side);
+  const name = isolate(nameAt(game, side));
   if (side === you) return name ?? t("You");
   if (name) return name;
   if (game.mode === "friend" && opponentOf(you)) return t("Friend");
@@ -201,7 +266,7 @@ export function scoreWords(game, you) {
   if (!score) return "";
   const label = (side) => {
     if (game.mode === "local") return side;
-    const name = nameAt(game, side);
+    const name = isolate(nameAt(game, side));
     if (side === you) return name ?? t("You");
     return name ?? (opponentOf(you) ? t("Friend") : side);
   };
@@ -219,23 +284,31 @@ export function summarize(game, you) {
   const other = opponentOf(you);
   const hints = game.hints ?? { X: 0, O: 0 };
   const friend = friendName(game, you);
-  const Friend = friendName(game, you, { start: true });
+  const name = isolate(nameAt(game, other)); // whole sentences without it: "Your friend …"
   let result;
   if (game.status === "aborted") result = t("Cancelled");
   else if (game.status === "draw") result = t("Draw");
+  // Translators: {name} a name (or "Your friend", X, O)
   else if (!other) result = t("{name} won", { name: sideName(game, game.winner) }) + how(game);
   else if (game.winner === you) {
+    // Translators: {friend} their name or "your friend"
     if (game.reason === "claim") result = t("You won — {friend} left", { friend });
     else if (game.reason === "resign") {
       result = game.mode === "ai" ? t("You won — the AI resigned")
+        // Translators: {friend} their name or "your friend"
         : t("You won — {friend} resigned", { friend });
     } else if (game.reason === "time") result = t("You won on time");
     else result = t("You won");
   } else if (game.reason === "resign") result = t("You resigned");
   else if (game.mode === "ai") result = t("The AI won");
-  else if (game.reason === "claim") result = t("{Friend} claimed the win", { Friend });
-  else if (game.reason === "time") result = t("{Friend} won on time", { Friend });
-  else result = t("{Friend} won", { Friend });
+  else if (game.reason === "claim") {
+    // Translators: {name} a name (or "Your friend", X, O)
+    result = name ? t("{name} claimed the win", { name }) : t("Your friend claimed the win");
+  } else if (game.reason === "time") {
+    // Translators: {name} a name (or "Your friend", X, O)
+    result = name ? t("{name} won on time", { name }) : t("Your friend won on time");
+  // Translators: {name} a name (or "Your friend", X, O)
+  } else result = name ? t("{name} won", { name }) : t("Your friend won");
   let taken = "";
   if (game.mode === "ai" && other) taken = hintCount(hints[you]);
   else if (game.mode !== "friend") {

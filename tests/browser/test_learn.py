@@ -235,7 +235,7 @@ def test_bad_replay_links_get_a_clear_404_page(chromium, live_server):
         assert answer.status == 404
         expect(page.locator("h1")).to_have_text("Nothing here")
         expect(page.locator("main")).to_contain_text("This replay link does not work.")
-        expect(page.locator("main")).to_contain_text("cell 4 is taken")
+        expect(page.locator("main")).to_contain_text("move 2 is on a square already taken")
         expect(page.locator("a", has_text="Play a game")).to_have_attribute("href", "/")
         assert page.goto("/r/hello").status == 404
         expect(page.locator("main")).to_contain_text("each a digit from 0 to 8")

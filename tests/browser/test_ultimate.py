@@ -33,6 +33,11 @@ def place(cell: int) -> str:
     return f"{PLACES[cell // 9]} board, {PLACES[cell % 9]}"
 
 
+def played(cell: int) -> str:
+    """An ultimate move in the news: "the top right in the centre board" (issue 46)."""
+    return f"the {PLACES[cell % 9]} in the {PLACES[cell // 9]} board"
+
+
 @pytest.fixture
 def open_page(open_page):
     """Pages as in conftest, with motion reduced: a busy machine never clicks mid-transition."""
@@ -154,7 +159,7 @@ def test_ultimate_against_the_easy_ai_by_tap_and_click(open_page, device):
         assert marks(page)[reply] == "O"
         assert targets(page) == sent_to(page, reply)
         expect(page.locator("#announce")).to_have_text(re.compile(
-            rf"^AI played {place(reply)}\. Your turn · "))
+            rf"^AI played {played(reply)}\. Your turn · "))
         # Only the free squares of the highlighted boards can be pressed.
         free = [i for i, mark in enumerate(marks(page)) if mark == "." and i // 9 in targets(page)]
         enabled = page.eval_on_selector_all(
@@ -265,7 +270,7 @@ def test_pass_and_play_ultimate_to_the_end_then_its_review_and_replay(open_page)
         if ply == 9:
             expect(status(page)).to_have_text(re.compile(r"^O to move · "))
             expect(page.locator("#announce")).to_have_text(re.compile(
-                rf"^X played {place(cell)}\. O to move · "))
+                rf"^X played {played(cell)}\. O to move · "))
             audit(page, "mid-game, pass-and-play", axe)
         if OVER.match(status(page).text_content() or ""):
             break
@@ -339,7 +344,7 @@ def test_ultimate_by_keyboard_with_the_words_a_screen_reader_hears(open_page):
     expect(square(page, 40)).to_have_attribute("data-mark", "X")
     expect(status(page)).to_have_text("O to move · centre board")
     expect(page.locator("#announce")).to_have_text(
-        "X played centre board, centre. O to move · centre board")
+        "X played the centre in the centre board. O to move · centre board")
     expect(square(page, 40)).to_be_focused()
 
     # Arrows cross from one small board into the next: right of board 5's centre is its
@@ -423,7 +428,7 @@ def test_a_friend_ultimate_game_between_two_browsers(open_page):
     expect(square(guest, 13)).to_have_attribute("data-mark", "X")
     expect(status(guest)).to_have_text("Your turn · centre board")
     expect(guest.locator("#announce")).to_have_text(
-        "Your friend played top board, centre. Your turn · centre board")
+        "Your friend played the centre in the top board. Your turn · centre board")
     assert targets(guest) == [4]
     assert targets(host) == [4]
     expect(status(host)).to_have_text("Your friend's turn")

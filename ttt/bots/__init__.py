@@ -30,12 +30,18 @@ K_FACTOR = 32.0
 
 
 class BotError(ValueError):
-    """A refused bot operation, with its wire error code."""
+    """A refused bot operation, with its wire error code.
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
+    `message` is English with its values filled in (what the wire carries, a program reads
+    the code); `template` is the message marked N_ with its {placeholders}, and `params` their
+    values: a page says it in the visitor's language (`ttt.web.i18n.said`)."""
+
+    def __init__(self, code: str, message: str, **params: Any) -> None:
+        super().__init__(message.format(**params) if params else message)
         self.code = code
-        self.message = message
+        self.template = message
+        self.params = params
+        self.message = str(self)
 
 
 def check_name(name: Any) -> str:
@@ -49,11 +55,14 @@ def check_about(about: Any) -> str:
     """The owner's description: text, at most 280 characters, no control characters."""
     if not isinstance(about, str):
         raise BotError("bad_request", N_("about must be text"))
-    about = about.strip()
-    if len(about) > ABOUT_LENGTH or any(ord(c) < 32 and c != "\n" for c in about):
-        raise BotError("bad_request", f"about has at most {ABOUT_LENGTH} printable characters")
-    if HIDDEN.search(about):
-        raise BotError("bad_request", f"about has at most {ABOUT_LENGTH} printable characters")
+    # A browser sends a textarea's newline as CRLF (and an old Mac's as CR): each one newline,
+    # counted as one character, before the length and the characters are checked.
+    about = about.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if (len(about) > ABOUT_LENGTH or any(ord(c) < 32 and c != "\n" for c in about)
+            or HIDDEN.search(about)):  # bidi controls, line separators, DEL: not printable
+        # Translators: {limit} a number
+        raise BotError("bad_request", N_("about has at most {limit} printable characters"),
+                       limit=ABOUT_LENGTH)
     return about
 
 
@@ -66,8 +75,9 @@ def check_variants(variants: Any) -> list[str]:
         variants = [variants]
     if (not isinstance(variants, list | tuple) or not variants
             or any(v not in PLAYABLE for v in variants)):
-        raise BotError("bad_request", "variants is a non-empty list of "
-                                      + " and ".join(f"'{v}'" for v in PLAYABLE))
+        # Translators: {variants} 'classic' and 'ultimate'
+        raise BotError("bad_request", N_("variants is a non-empty list of {variants}"),
+                       variants=" and ".join(f"'{v}'" for v in PLAYABLE))
     return [v for v in PLAYABLE if v in variants]
 
 

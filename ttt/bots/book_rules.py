@@ -26,7 +26,9 @@ def page_of(entries: list[dict[str, Any]], before: str | None, limit: int) -> li
 
 
 def too_many_bots(limit: int) -> BotError:
-    return BotError("not_allowed", f"you have {limit} bots already: revoke one first")
+    # Translators: {limit} a number
+    return BotError("not_allowed", N_("you have {limit} bots already: revoke one first"),
+                    limit=limit)
 
 
 def apply_result(x: Bot, o: Bot, winner: str | None, variant: str = "classic") -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttt.bots import BotError, is_bot_player
+from ttt.replies import N_
 
 PAIR = 2  # live games between the same two bots
 ANY = "*"  # the operator's ladder round: every live game counts against the cap, as before
@@ -35,17 +36,22 @@ def room_for(store: Any, player: str, name: str, cap: int, against: str | None) 
             people += 1
     if against == ANY:
         if people + bots >= cap:
-            raise BotError("not_allowed", f"{name} sits in too many unfinished games")
+            # Translators: {name} a bot's name
+            raise BotError("not_allowed", N_("{name} sits in too many unfinished games"), name=name)
         return
     if against is None or not is_bot_player(against):
         if people >= cap:
-            raise BotError("not_allowed", f"{name} sits in too many unfinished games")
+            # Translators: {name} a bot's name
+            raise BotError("not_allowed", N_("{name} sits in too many unfinished games"), name=name)
         return
     if pair >= PAIR:
-        raise BotError("not_allowed", f"{name} already has {PAIR} unfinished games against "
-                                      "that bot")
+        # Translators: {name} a bot's name; {count} a number
+        raise BotError("not_allowed", N_("{name} already has {count} unfinished games against "
+                                         "that bot"), name=name, count=PAIR)
     if bots >= max(PAIR, cap // 2):
-        raise BotError("not_allowed", f"{name} sits in too many unfinished games against bots")
+        # Translators: {name} a bot's name
+        raise BotError("not_allowed", N_("{name} sits in too many unfinished games against bots"),
+                       name=name)
 
 
 def opponent_in(store: Any, game_id: str, player: str) -> str | None:

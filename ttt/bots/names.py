@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ttt.bots import BotError
+from ttt.replies import N_
 
 # Single characters first (before any lowercasing, so `I` is still the capital i).
 _LOOKALIKE = str.maketrans({"I": "l", "1": "l", "O": "o", "0": "o", "3": "e", "5": "s",
@@ -64,9 +65,13 @@ def check_not_posing(name: str, others: Iterable[str]) -> None:
     names); the exact same name (any case) is left to the store's own uniqueness check."""
     level = poses_as_level(name)
     if level is not None:
-        raise BotError("bad_request", f"a bot name may not start with an AI level's name "
-                                      f"({level}): it would read as the site's AI")
+        # Translators: {level} an AI level ("easy")
+        raise BotError("bad_request", N_("a bot name may not start with an AI level's name "
+                                         "({level}): it would read as the site's AI"),
+                       level=level)
     shape = skeleton(name)
     for other in others:
         if other.lower() != name.lower() and skeleton(other) == shape:
-            raise BotError("conflict", f"that bot name looks too much like the bot {other}")
+            # Translators: {other} another bot's name
+            raise BotError("conflict", N_("that bot name looks too much like the bot {other}"),
+                           other=other)

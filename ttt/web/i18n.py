@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gettext
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -64,18 +65,51 @@ def select_locale() -> str:
     remembered = _known(session.get("lang"))
     if remembered:
         return remembered
-    # Accept-Language's "pt-BR", "pt" and "es-ES" as our pt_BR and es.
-    offered = [code.replace("_", "-") for code in LANGUAGES]
-    best = request.accept_languages.best_match(offered + ["pt"])
-    if best == "pt":
-        return "pt_BR"
-    if best is None:
-        for value, _quality in request.accept_languages:
-            base = _known(value.split("-")[0])
-            if base:
-                return base
-        return DEFAULT
-    return best.replace("-", "_")
+    return negotiate(request.headers.get("Accept-Language", ""))
+
+
+# Accept-Language, read in bounded time: the first MAX_RANGES ranges of at most MAX_HEADER
+# characters (a browser sends a handful; a 7.5 kB header costs no more than this).
+MAX_HEADER = 1024
+MAX_RANGES = 24
+_RANGE = re.compile(r"([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]{1,5}))?",
+                    re.ASCII)
+# Each language's primary subtag, and the one a bare "pt" means.
+_PRIMARY = {code.split("_")[0].lower(): code for code in LANGUAGES}
+
+
+def ranges(header: str) -> list[tuple[str, float]]:
+    """Accept-Language's ranges with their q, as sent (q=1 when absent), bounded: malformed
+    ranges are skipped, a q outside 0..1 is read as 0."""
+    found: list[tuple[str, float]] = []
+    for part in header[:MAX_HEADER].split(",", MAX_RANGES)[:MAX_RANGES]:
+        match = _RANGE.fullmatch(part.strip())
+        if not match:
+            continue
+        try:
+            quality = float(match.group(2)) if match.group(2) is not None else 1.0
+        except ValueError:
+            continue
+        found.append((match.group(1).lower(), quality if 0 <= quality <= 1 else 0.0))
+    return found
+
+
+def negotiate(header: str) -> str:
+    """The language a visitor's Accept-Language means: its ranges in the visitor's order of q
+    (ties in the order sent), each matched by its primary subtag ("es-MX" is our es, "pt" and
+    "pt-PT" our pt_BR), the first that matches; "q=0" means "not this one". Werkzeug's
+    best_match prefers a lower-q exact match to a higher-q regional one ("en-US,es;q=0.9"
+    picked es): a visitor who puts English first means English."""
+    said = ranges(header)
+    refused = {tag for tag, quality in said if quality == 0}
+    for tag, _quality in sorted((r for r in said if r[1] > 0), key=lambda r: -r[1]):
+        primary = tag.split("-")[0]
+        if primary == "*":
+            continue
+        code = _PRIMARY.get(primary)
+        if code and primary not in refused and html_lang(code).lower() not in refused:
+            return code
+    return DEFAULT
 
 
 def current() -> str:
@@ -171,10 +205,41 @@ def page_json(value: Any) -> Markup:
     return Markup(text)
 
 
-def said(message: str | None) -> str | None:
-    """A refusal's English message (from a BotError or the master) in the player's language,
-    when the catalog has it (those marked N_); else as it came."""
-    return translate(message) if message else message
+NAMES = frozenset({"name", "other", "owner"})  # a refusal's placeholders that hold a name
+
+
+# Letters of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, their forms).
+RIGHT_TO_LEFT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
+def isolate(name: Any) -> str:
+    """A name inside a translated sentence or a title, between U+2068 (first strong isolate)
+    and U+2069 (pop directional isolate): "Bob (2)!" keeps its order in Arabic. Needed where
+    the page or the name runs right to left (static/js/words.js decides the same way). Plain
+    text, escaped as any other; markup around a name uses <bdi> instead."""
+    if not name:
+        return ""
+    text = str(name)
+    if direction() == "rtl" or RIGHT_TO_LEFT.search(text):
+        return f"\u2068{text}\u2069"
+    return text
+
+
+def said(message: Any) -> str | None:
+    """A refusal's English message (from the master) or a BotError in the player's language,
+    when the catalog has it (those marked N_); else as it came. A BotError's {placeholders}
+    are filled after translation, into the translator's sentence."""
+    if message is None or message == "":
+        return message
+    if isinstance(message, Exception) and hasattr(message, "template"):
+        text = translate(message.template)
+        params = {key: isolate(value) if key in NAMES else value
+                  for key, value in getattr(message, "params", {}).items()}
+        try:
+            return text.format(**params) if params else text
+        except (KeyError, IndexError, ValueError):  # a catalog's mistake: the English then
+            return str(message)
+    return translate(message)
 
 
 def init_app(app: Flask) -> None:
@@ -185,6 +250,18 @@ def init_app(app: Flask) -> None:
     app.jinja_env.filters["format_number"] = format_decimal
     app.jinja_env.globals["page_words"] = page_words
     app.jinja_env.filters["page_json"] = page_json
+    app.jinja_env.filters["isolate"] = isolate
+
+    @app.after_request
+    def _said_in(response):
+        """A page says its language and that it depends on the visitor's choice: a shared
+        cache then keeps one copy per language (Accept-Language) and per remembered choice
+        (the session cookie)."""
+        if response.mimetype == "text/html":
+            response.headers["Content-Language"] = html_lang()
+            response.vary.add("Accept-Language")
+            response.vary.add("Cookie")
+        return response
 
     @app.context_processor
     def _language() -> dict[str, Any]:

@@ -35,6 +35,7 @@ from ttt.web.http.botkit import (
     seat_from,
     table,
 )
+from ttt.web.http.pages import error_page
 from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.hub import bot_room, peer_gone
 
@@ -201,7 +202,7 @@ def wrong_method(error):
     """A wrong method on the API: JSON as every other answer, not an HTML page (a routing
     error reaches no blueprint's own handler, hence the app's, for /api/ paths only)."""
     if not request.path.startswith("/api/"):
-        return error
+        return error_page(error)
     allowed = getattr(error, "valid_methods", None) or []
     response = jsonify(refusal("bad_request", f"{request.method} is not allowed here"
                                               + (f": use {', '.join(allowed)}" if allowed

@@ -19,6 +19,7 @@ from ttt.bots import Bot, BotError, bot_answer, check_name, plays
 from ttt.bots.book import Book
 from ttt.bots.caps import room_for as room_in_caps
 from ttt.match import SIDES, MatchError
+from ttt.replies import N_
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, refusal
 from ttt.variants import VARIANTS, record_key
@@ -184,8 +185,9 @@ def room_for(bot: Bot, against: str | None = None) -> None:
 def check_plays(bot: Bot, variant: Any) -> None:
     """Refuse a game of a variant the bot does not say it plays, naming what it plays."""
     if isinstance(variant, str) and variant in VARIANTS and variant not in bot.variants:
-        raise BotError("not_allowed", f"{bot.name} plays {plays(bot.variants)}, "
-                                      f"not {variant}")
+        # Translators: {name} a bot's name; {plays} "classic only", "classic and ultimate"; {variant
+        raise BotError("not_allowed", N_("{name} plays {plays}, not {variant}"),
+                       name=bot.name, plays=plays(bot.variants), variant=variant)
 
 
 
@@ -194,10 +196,11 @@ def opponent_bot(text: str, variant: str | None = None, by: str | None = None) -
     a game against `by` (a bot's player id; None: a person)."""
     other = book().by_name(check_name(text.removeprefix("bot:")))
     if other is None or other.revoked:
-        raise BotError("not_found", "no such bot")
+        raise BotError("not_found", N_("no such bot"))
     check_plays(other, variant)
     if not hub().online(other.player):
-        raise BotError("not_allowed", f"{other.name} is not online")
+        # Translators: {name} a bot's name
+        raise BotError("not_allowed", N_("{name} is not online"), name=other.name)
     room_for(other, by)
     return other
 

@@ -64,7 +64,7 @@ def make_for(person: str, name: Any, about: Any, variants: Any = None) -> tuple[
                     limit=int(current_app.config["TTT_BOT_MAX_PER_PERSON"]), variants=variants)
 
 
-def _form(error: str | None = None, status: int = 200, variants: Any = ("classic",),
+def _form(error: str | BotError | None = None, status: int = 200, variants: Any = ("classic",),
           **values: str):
     return render_template("bot_new.html", error=said(error),
                            limit=current_app.config["TTT_BOT_MAX_PER_PERSON"],
@@ -90,7 +90,7 @@ def made_bot():
     try:
         bot, token = make_for(person, name, about, variants)
     except BotError as error:
-        return _form(error.message, STATUS.get(error.code, 409),
+        return _form(error, STATUS.get(error.code, 409),
                      [v for v in variants if v in PLAYABLE], name=name[:24], about=about[:280])
     page = render_template("bot_made.html", bot=bot, token=token, site=site_url())
     return _secret(make_response(page))

@@ -45,7 +45,7 @@ from ttt.web.http.botkit import (
     table,
 )
 from ttt.web.http.pages import GAME_ID, ensure_player, from_this_site, site_url
-from ttt.web.i18n import said
+from ttt.web.i18n import isolate, said
 from ttt.web.realtime.events import client_address
 
 bp = Blueprint("bots_pages", __name__)
@@ -153,11 +153,11 @@ def give_seat(person: str, game_id: str, opponent: str) -> dict:
     """The open seat of a person's friend game given to an online bot; the bot's answer."""
     match = table().store.get(game_id)
     if match is None:
-        raise BotError("not_found", "no such game")
+        raise BotError("not_found", N_("no such game"))
     if match.role(person) not in SIDES or match.mode != "friend":
-        raise BotError("spectator", "only a player of a friend game can invite a bot")
+        raise BotError("spectator", N_("only a player of a friend game can invite a bot"))
     if match.is_over or None not in match.seats.values():
-        raise BotError("not_allowed", "this game has no empty seat")
+        raise BotError("not_allowed", N_("this game has no empty seat"))
     bot = opponent_bot(opponent, match.variant)
     joined = run(connect(bot), "join", {"game": game_id}, limited=False)
     seat_from(joined, bot)
@@ -176,7 +176,8 @@ def play(name: str):
     if variant not in bot.variants:  # the page offers only those: a stale or forged form
         what = {("classic",): _("classic only"), ("ultimate",): _("ultimate only")}.get(
             tuple(bot.variants), _("classic and ultimate"))
-        wrong = _("%(name)s plays %(variants)s.", name=bot.name, variants=what)
+        # Translators: %(name)s a bot's name; %(variants)s "classic only", "classic and ultimate"
+        wrong = _("%(name)s plays %(variants)s.", name=isolate(bot.name), variants=what)
         return render_template("bot.html", bot=card(bot), error=wrong), 409
     presence = table().presence
     sid = f"web:{person}:{id(request)}"
@@ -191,13 +192,13 @@ def play(name: str):
             return render_template("bot.html", bot=card(bot),
                                    error=said(made["error"]["message"])), 409
         try:
-            joined = give_seat(person, made["game"]["id"], f"bot:{bot.name}")
+            joined, why = give_seat(person, made["game"]["id"], f"bot:{bot.name}"), None
         except BotError as error:
-            joined = refusal(error.code, error.message)
+            joined, why = refusal(error.code, error.message), said(error)
         if not joined.get("ok"):
             run(sid, "abort", {"game": made["game"]["id"]}, limited=False)
             return render_template("bot.html", bot=card(bot),
-                                   error=said(joined["error"]["message"])), 409
+                                   error=why or said(joined["error"]["message"])), 409
     finally:
         presence.disconnect(sid)
     return redirect(f"/g/{made['game']['id']}", code=303)

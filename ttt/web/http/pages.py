@@ -20,17 +20,27 @@ from flask import (
     abort,
     current_app,
     jsonify,
+    make_response,
     render_template,
     request,
     session,
 )
-from flask_babel import force_locale
+from flask_babel import force_locale, format_decimal
 from flask_babel import gettext as _
-from werkzeug.exceptions import NotFound
+from werkzeug.exceptions import (
+    Forbidden,
+    HTTPException,
+    InternalServerError,
+    MethodNotAllowed,
+    NotFound,
+    RequestEntityTooLarge,
+    TooManyRequests,
+)
 
 from ttt import analysis
 from ttt.match import AI
-from ttt.rules import Board
+from ttt.rules import Board, CellOccupied, GameOver
+from ttt.ultimate import WrongBoard
 from ttt.variants import VARIANTS
 from ttt.web import i18n
 from ttt.web.extensions import get_store, get_table
@@ -131,6 +141,11 @@ _CSS_COMMENT = re.compile(rb"/\*.*?\*/\n?", re.S)
 _BLANK_LINES = re.compile(rb"\n\s*\n+")
 
 
+# A script's notes for translators (`// Translators: …`, extracted into the catalogs by
+# `make translations`): no browser reads them, and every language's first load must fit 100 kB.
+_TRANSLATOR_NOTES = re.compile(rb"^[ \t]*// Translators:[^\n]*\n", re.M)
+
+
 def _without_comments(css: bytes) -> bytes:
     """A stylesheet as the browser reads it, without its comments (a third of app.css gzipped:
     every language's first load must fit 100 kB, issue 35). The file on disk keeps them."""
@@ -156,6 +171,8 @@ def _compress(response):
             return response
         if etag and response.mimetype == "text/css":
             body = _without_comments(body)
+        elif etag and response.mimetype in ("text/javascript", "application/javascript"):
+            body = _TRANSLATOR_NOTES.sub(b"", body)
         # Static files are compressed once per version: the strongest level costs nothing then.
         cached = gzip.compress(body, compresslevel=9 if etag else 6)
         if etag and len(_gzipped) < 256:  # static files: compress each version once
@@ -165,7 +182,7 @@ def _compress(response):
     response.direct_passthrough = False
     response.set_data(cached)
     response.headers["Content-Encoding"] = "gzip"
-    response.headers["Vary"] = "Accept-Encoding"
+    response.vary.add("Accept-Encoding")
     return response
 
 # Where a game page's id goes in its cached copy (ids are [A-Za-z0-9_-]: never this).
@@ -252,6 +269,32 @@ def qr(game_id: str):
     return out.getvalue(), 200, {"Content-Type": "image/svg+xml", "Cache-Control": cache}
 
 
+def _unplayable(rules, cells: list[int]) -> str:
+    """Why no game can be played as a replay link says, in the visitor's language: the first
+    move the rules refuse, by its number, and what is wrong with it (the rules' own reason is
+    English for programs)."""
+    for index in range(len(cells)):
+        try:
+            rules.from_moves(cells[:index + 1])
+        except GameOver:
+            # Translators: %(n)s the move's number
+            return _("No game can be played that way: move %(n)s comes after the game is over.",
+                     n=format_decimal(index + 1))
+        except CellOccupied:
+            # Translators: %(n)s the move's number
+            return _("No game can be played that way: move %(n)s is on a square already "
+                     "taken.", n=format_decimal(index + 1))
+        except WrongBoard:
+            # Translators: %(n)s the move's number
+            return _("No game can be played that way: move %(n)s is not in the board the "
+                     "move before sent it to.", n=format_decimal(index + 1))
+        except ValueError:
+            # Translators: %(n)s the move's number
+            return _("No game can be played that way: move %(n)s is not a square of the "
+                     "board.", n=format_decimal(index + 1))
+    return _("No game can be played that way.")
+
+
 @bp.get("/r/<moves>")
 @paced
 def replay(moves: str):
@@ -261,8 +304,8 @@ def replay(moves: str):
     cells = [int(c) for c in moves]
     try:
         board = Board.from_moves(cells)
-    except ValueError as error:
-        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
+    except ValueError:
+        abort(404, description=_unplayable(VARIANTS["classic"], cells))
     outcome = board.outcome()
     data = {"moves": cells, **analysis.review(cells),
             "winner": outcome.winner if outcome else None,
@@ -279,10 +322,11 @@ def replay_ultimate(moves: str):
         abort(404, description=_("An ultimate replay link lists the cells played, each a number "
                                  "from 0 to 80, separated by dots."))
     rules = VARIANTS["ultimate"]
+    cells = [int(part) for part in moves.split(".")]
     try:
         cells = rules.parse_moves(moves)
-    except ValueError as error:
-        abort(404, description=_("No game can be played that way: %(why)s.", why=error))
+    except ValueError:
+        abort(404, description=_unplayable(rules, cells))
     outcome = rules.from_moves(cells).outcome()
     data = {"moves": cells, **rules.review(cells),
             "winner": outcome.winner if outcome else None,
@@ -318,6 +362,32 @@ def not_found(error):
     if message == NotFound.description:
         message = ""
     return render_template("404.html", message=message), 404
+
+
+# Werkzeug's own descriptions are English whatever the page's language: only a description
+# the route gave (already in the visitor's language) is shown, else the page's own words.
+WERKZEUG_WORDS = frozenset(getattr(kind, "description", None) for kind in
+                           (Forbidden, MethodNotAllowed, RequestEntityTooLarge, TooManyRequests,
+                            InternalServerError))
+
+
+def error_page(error: HTTPException):
+    """A refused page in the site's own shell and the visitor's language (not Werkzeug's
+    English one): 403, 405, 413, 429, 500. Keeps the error's own headers (Allow, Retry-After)."""
+    code = error.code or 500
+    message = getattr(error, "description", "") or ""
+    if message in WERKZEUG_WORDS or code == 500:
+        message = ""
+    response = make_response(render_template("error.html", code=code, message=message), code)
+    for name in ("Allow", "Retry-After"):
+        value = dict(error.get_headers()).get(name)
+        if value:
+            response.headers[name] = value
+    return response
+
+
+for _code in (403, 413, 429, 500):
+    bp.app_errorhandler(_code)(error_page)
 
 
 @bp.get("/manifest.webmanifest")
