@@ -23,11 +23,12 @@ $(STAMP): pyproject.toml
 system:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
 	    || ! command -v nginx >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1 \
+	    || ! command -v msgfmt >/dev/null 2>&1 \
 	    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends chromium redis-server nginx \
-	      fonts-noto-color-emoji prometheus; \
+	      fonts-noto-color-emoji prometheus gettext; \
 	  else echo "note: chromium, redis-server, nginx, promtool or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
 

@@ -366,12 +366,11 @@ def test_a_bots_name_is_isolated_in_an_arabic_page_and_marked_up_as_bdi(app):
 @pytest.mark.parametrize("code", LANGS)
 def test_msgfmt_check_passes(code):
     """GNU msgfmt's own check (format strings against their flags, the plural header)."""
-    import shutil
     import subprocess
 
-    msgfmt = shutil.which("msgfmt")
-    if msgfmt is None:
-        pytest.skip("msgfmt (gettext) is not installed")
+    from tests.servers import need_binary
+
+    msgfmt = need_binary("msgfmt")  # Debian's gettext: `make system` installs it
     po = ROOT / "ttt" / "translations" / code / "LC_MESSAGES" / "messages.po"
     done = subprocess.run([msgfmt, "--check", "-o", "/dev/null", str(po)],
                           capture_output=True, text=True)
