@@ -169,8 +169,9 @@ class Table:
         return self.clocks.resume_clocks()
 
     def tick(self) -> list[Push]:
-        """End the timed games whose clock ran out; the pushes that says so."""
-        return self.clocks.tick()
+        """End the timed games whose clock ran out; the pushes that says so, and the
+        `watchers` changes that waited for their second."""
+        return self.clocks.tick() + self.views.watchers_due()
 
     @property
     def limiter(self) -> Limiter:
@@ -210,8 +211,10 @@ class Table:
         """Make the connection show `match`: the match as it now is (its presence stored),
         and the pushes for the games whose presence changed."""
         pushes: list[Push] = []
-        for game_id in self.presence.attach(sid, match):
-            if game_id == match.id:
+        for game_id, seats in self.presence.attach(sid, match).items():
+            if not seats:  # a spectator came or went: a small push, at most one a second
+                pushes += self.views.watchers_changed(game_id)
+            elif game_id == match.id:
                 match = self._sighted(match)
                 pushes += self.views.game_pushes(match)
             elif any(self.presence.online(game_id).values()) or self.presence.watchers(game_id):
@@ -285,7 +288,10 @@ class Table:
     def disconnect(self, sid: str) -> list[Push]:
         """A connection went away: the games whose presence changed."""
         pushes: list[Push] = []
-        for game_id in self.presence.disconnect(sid):
+        for game_id, seats in self.presence.disconnect(sid).items():
+            if not seats:
+                pushes += self.views.watchers_changed(game_id)
+                continue
             match = self._sighted(self.store.get(game_id))
             if match:
                 pushes += self.views.game_pushes(match)

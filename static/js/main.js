@@ -169,4 +169,5 @@ const server = connect({
   onRecord: (record) => session.recorded(record),
   onRematch: (push) => session.rematched(push),
   onReaction: (push) => session.reacted(push),
+  onWatchers: (push) => session.watched(push),
 });

@@ -12,7 +12,9 @@ function refusal(code) {
  * Connect to the server. Handlers are registered here, once: registering them
  * inside the connect callback would add them again on every reconnect.
  */
-export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction }) {
+export function connect({
+  onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction, onWatchers,
+}) {
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
   // Protocol version 3: views may name a bot as {name, bot: true} (words.js reads both forms).
@@ -31,6 +33,7 @@ export function connect({ onConnect, onDisconnect, onGame, onRecord, onRematch, 
   socket.on("record", (record) => onRecord(record));
   socket.on("rematch", (push) => onRematch(push));
   socket.on("reaction", (push) => onReaction(push));
+  socket.on("watchers", (push) => onWatchers?.(push));
 
   /** Send an event and resolve with the server's answer; never rejects. */
   function call(event, payload, timeout = TIMEOUT_MS) {
