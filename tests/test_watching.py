@@ -3,8 +3,8 @@ going costs each player at most one small push a second, and never a whole game.
 
 from __future__ import annotations
 
-from ttt.table import Reply, room
 from tests.test_table import Person, friends
+from ttt.table import Reply, room
 
 
 def _from_watching(pushes, gid: str) -> list:
