@@ -126,7 +126,7 @@ def _env_config() -> dict[str, Any]:
     if env.get("TTT_ASYNC_MODE"):
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
     for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_CREATE_RATE", "TTT_BOT_MOVE_SECONDS",
-                "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER"):
+                "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER", "TTT_BOT_PERSON_SECONDS"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",
