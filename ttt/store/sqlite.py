@@ -63,6 +63,10 @@ PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
 PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
 
 
+# Who has made a move (issue 41), one row each; forgotten with the player's profile.
+PLAYED_TABLE = "CREATE TABLE IF NOT EXISTS played (id TEXT PRIMARY KEY)"
+
+
 def _record_of(text: str | None) -> dict[str, dict[str, int]]:
     """A player's stored record (levels added since it was written read as no games)."""
     return {**empty_record(), **codec.loads(text)} if text else empty_record()
@@ -91,6 +95,7 @@ class SqliteStore:
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             migrate(conn)
+            conn.execute(PLAYED_TABLE)  # beside the versioned schema, as the bot book's tables
 
     def _conn(self) -> _Use:
         """A pooled connection for a `with` block; SQLite's "cannot do it now" errors (disk
@@ -350,6 +355,15 @@ class SqliteStore:
                 "ON CONFLICT (id) DO UPDATE SET name = excluded.name, seen = excluded.seen",
                 (player_id, name, time.time()))
 
+    def mark_played(self, player_id: str) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO played (id) VALUES (?)", (player_id,))
+
+    def played(self, player_id: str) -> bool:
+        with self._conn() as conn:
+            return conn.execute("SELECT 1 FROM played WHERE id = ?",
+                                (player_id,)).fetchone() is not None
+
     def live_games(self, player_id: str) -> list[str]:
         with self._conn() as conn:
             return sorted(row[0] for row in conn.execute(LIVE_OF, {"p": player_id}))
@@ -380,6 +394,7 @@ class SqliteStore:
                 "DELETE FROM players WHERE (seen IS NULL OR seen < ?) AND NOT EXISTS "
                 "(SELECT 1 FROM games WHERE live = 1 AND seat_x = players.id) AND NOT EXISTS "
                 "(SELECT 1 FROM games WHERE live = 1 AND seat_o = players.id)", (idle_before,))
+            conn.execute("DELETE FROM played WHERE id NOT IN (SELECT id FROM players)")
             return gone
 
     @staticmethod
