@@ -254,8 +254,9 @@ def bound_unsent(server: Any, limit: int, over: Callable[[str], None]) -> None:
 
 def cap_send_buffer(ws: Any, size: int) -> Any:
     """The websocket `ws` with its kernel send buffer capped at `size` bytes (autotuned, one
-    that never read held ~3 MB unsent); simple-websocket's socket, threading and gevent."""
-    sock = getattr(ws, "sock", None)
+    that never read held ~3 MB unsent): simple-websocket's socket, inside Engine.IO's wrapper
+    of it (threading and gevent)."""
+    sock = getattr(ws, "sock", None) or getattr(getattr(ws, "ws", None), "sock", None)
     if sock is not None:
         with contextlib.suppress(OSError, AttributeError, ValueError):
             sock.setsockopt(net.SOL_SOCKET, net.SO_SNDBUF, size)
