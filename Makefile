@@ -139,9 +139,16 @@ bench-deploy: $(STAMP) system
 bench-ai-load: $(STAMP) system
 	$(PY) -m bench.ai_load $(ARGS)
 
-# A crowd of addresses against the Ultimate AI: the honest player's wait, busy answers (issue 33).
+# A crowd of addresses against the Ultimate AI: the honest player's wait, busy answers (issue 33);
+# ARGS="--crowd analyses": the crowd asks Ultimate analyses instead (issue 41).
 bench-ai-crowd: $(STAMP) system
 	$(PY) -m bench.ai_crowd $(ARGS)
+
+# 60 spectators re-joining a game at 53 joins/s: the players' pushes, an unrelated player's
+# p50/p99, quiet then crowd (issue 41); ARGS="--switch", "--mode gevent", "--root DIR".
+.PHONY: bench-watching
+bench-watching: $(STAMP)
+	$(PY) -m bench.watching $(ARGS)
 
 # What a /metrics scrape costs SQLite and Redis with 100,000 live games (needs redis-server).
 bench-scrape: $(STAMP) system

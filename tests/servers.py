@@ -110,7 +110,7 @@ class Remote:
         self.pushes: list[tuple[str, object]] = []
         self._lock = threading.Lock()
         self.sio = socketio.Client(reconnection=False)
-        for name in ("game", "rematch", "record", "reaction"):
+        for name in ("game", "rematch", "record", "reaction", "watchers"):
             self.sio.on(name, self._collector(name))
         if connect:
             self.connect()

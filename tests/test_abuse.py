@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import socket
 import threading
 import time
 from types import SimpleNamespace
@@ -697,3 +698,35 @@ def test_rematch_chains_respect_the_live_game_cap():
     finally:
         sio.disconnect()
         app.extensions["ttt_store"].close()
+
+
+def test_a_spectator_that_does_not_read_is_dropped_and_nobody_else(server, make):
+    """Issue 41: a spectator that reads nothing (a small receive window, events sent blind)
+    is dropped once its unsent packets pass the bound; the players go on as before."""
+    bystanders = Bystanders(make)
+    game_id = bystanders.friend["id"]
+    sleeper = make(connect=False)
+    url = server.url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+    ws = websocket.create_connection(url, header=[f"Cookie: session={sleeper.cookie}"],
+                                     timeout=5, sockopt=((socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                                          4096),))
+    try:
+        assert ws.recv().startswith("0{")
+        ws.send("40")
+        assert ws.recv().startswith("40{")
+        ws.send(f'42["join",{{"game":"{game_id}"}}]')
+        bystanders.bob.wait_until("join", {"game": game_id},
+                                  lambda answer: answer["game"]["watchers"] == 1)
+        try:  # every answer is a whole game view: far more than the buffers and bound hold
+            for n in range(2000):
+                ws.send(f'42{n}["join",{{"game":"{game_id}"}}]')
+        except OSError:  # the server closed it while we were still sending: dropped
+            pass
+        # Dropped well before Engine.IO's own ping timeout (20 s) would have done it.
+        bystanders.bob.wait_until("join", {"game": game_id},
+                                  lambda answer: answer["game"]["watchers"] == 0)
+    finally:
+        with contextlib.suppress(Exception):
+            ws.close(timeout=1)
+        ws.shutdown()  # close() leaves the socket open when the server went first
+    bystanders.check()

@@ -136,6 +136,9 @@ def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
                                                                           "O": b.player})
     referee.create(duel)
     from ttt.endings import resign
+    from ttt.match import play
+    referee.update(duel.id, lambda m: play(m, a.player, 0, 0.5))  # both moved: rated
+    referee.update(duel.id, lambda m: play(m, b.player, 4, 0.6))
     referee.update(duel.id, lambda m: resign(m, b.player, 1.0))
     x, o = book.by_name("ALPHA"), book.by_name("beta")
     assert x.vs_bots["wins"] == 1 and o.vs_bots["losses"] == 1 and x.rating > 1500 > o.rating

@@ -46,7 +46,7 @@ def test_two_friends_and_a_spectator_play_through_a_link(remotes):
     alice.wait_for("game", lambda g: g["online"] == {"X": True, "O": True})
     watching = carol.call("join", {"game": game["id"]})
     assert watching["you"] == "spectator"
-    alice.wait_for("game", lambda g: g["watchers"] == 1)
+    alice.wait_for("watchers", lambda w: w == {"game": game["id"], "watchers": 1})
 
     assert bob.call("move", {"game": game["id"], "cell": 0})["error"]["code"] == "not_your_turn"
     assert carol.call("move", {"game": game["id"], "cell": 0})["error"]["code"] == "spectator"

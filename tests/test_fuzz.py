@@ -1074,6 +1074,13 @@ class TicTacToeMachine(RuleBasedStateMachine):
                     got[player.pid] = payload
                 elif name == "record":
                     self._check_record(payload, player.pid)
+                elif name == "watchers":  # the count alone (issue 41), the model's now
+                    assert payload["game"] == player.shows, (packet, player.shows)
+                    game = self.games[payload["game"]]
+                    assert payload["watchers"] == self._watchers(game), packet
+                    if player.screen is not None and player.screen[0]["id"] == game.id:
+                        player.screen = ({**player.screen[0], "watchers": payload["watchers"]},
+                                         player.screen[1])
                 else:
                     raise AssertionError(f"unexpected push {packet}")
         assert got == reactions
@@ -1089,6 +1096,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
             # The last view shown carries the game's stored revision (PROTOCOL v3 `rev`).
             assert seen["rev"] == self.store.get(game.id).rev, (seen["rev"], game.id)
             expected = self._view(game, game.role(player.pid))
+            if self.table.views.watching.waiting(game.id):  # told within its second
+                seen = {**seen, "watchers": expected["watchers"]}
             now = _countdown(expected, 0.0)
             # The fields the model knows (legal and replay are in it; rev is checked above).
             then = _countdown({key: seen.get(key, "<missing>") for key in expected},

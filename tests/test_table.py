@@ -421,14 +421,16 @@ def test_names_are_checked_kept_and_pushed_to_every_game_the_person_sits_in(tabl
     assert later["names"] == {"X": None, "O": "Ana <b>"}
 
 
-def test_watchers_are_counted_and_pushed(table):
+def test_watchers_are_counted_and_pushed(table, clock):
     ana, ben, gid = friends(table)
     cy, di = Person(table), Person(table)
     first = cy.ok("join", game=gid)
-    assert pushed(first, room(gid, "X"))["watchers"] == 1
+    assert pushed(first, room(gid, "X"), "watchers") == {"game": gid, "watchers": 1}
     assert di.ok("join", game=gid).answer["game"]["watchers"] == 2
-    gone = cy.leave()
-    assert pushed(gone, room(gid, "O"))["watchers"] == 1
+    gone = cy.leave()  # within the second: told at the next tick after it
+    assert not gone.pushes
+    clock.now += 1.0
+    assert pushed(Reply({}, table.tick()), room(gid, "O"), "watchers")["watchers"] == 1
 
 
 def test_reactions_reach_the_whole_room_once_a_second_at_most(table, clock):

@@ -189,3 +189,23 @@ def test_a_worker_process_killed_mid_search_is_replaced_and_the_move_still_found
         assert again.wait(60) and again.error is None and again.result["best"]
     finally:
         pool.close()
+
+
+def test_evaluations_take_seats_in_the_capacity_that_refuses_new_games():
+    """Issue 41: analyses count toward the AI's capacity like games: past it, a new slow
+    game is crowded and an evaluation from a new prefix is busy; those already in keep
+    theirs."""
+    gate = Gate()
+    pool = Scheduler([gate], max_queue=1000, per_address=10)
+    seats = pool.capacity()
+    asked = [analyze(pool, f"p{n}", f"prefix{n}", (n,)) for n in range(seats)]
+    hard = Task("move", "ultimate", (), "hard", 1)
+    assert pool.crowded(hard, "newcomer")  # the analysers fill the rotation
+    with pytest.raises(Busy):
+        analyze(pool, "late", "another", (99,))
+    assert pool.evaluations_refused == 1
+    analyze(pool, "p0b", "prefix0", (98,))  # a prefix in the rotation still gets in
+    for _ in range(len(asked) + 1):
+        gate.step()
+    assert all(t.wait(30) for t in asked)
+    pool.close()

@@ -225,6 +225,7 @@ LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
     "Socket._websocket_handler": lambda mp, s: mp.delattr(eio_socket.Socket,
                                                           "_websocket_handler"),
     "Socket.upgrading/closing/closed": lambda mp, s: _without_socket_state(mp),
+    "Socket.send/queue.qsize": lambda mp, s: mp.delattr(eio_socket.Socket, "send"),
     "Socket.close(wait, abort, reason)": lambda mp, s: mp.setattr(eio_socket.Socket, "close",
                                                                   lambda self: None),
     "BaseManager.rooms": lambda mp, s: mp.delattr(s.manager, "rooms"),
@@ -383,3 +384,23 @@ def test_no_module_but_the_adapter_touches_engineio_or_socketio_internals():
     found = [use for path in sorted((ROOT / "ttt").rglob("*.py")) if path != ADAPTER
              for use in private_uses(path)]
     assert found == [], "\n".join(found)
+
+
+# --- a client that does not read (issue 41) -------------------------------------------------------
+
+def test_a_session_whose_unsent_packets_pass_the_bound_is_dropped_once():
+    from engineio import packet as eio_packet
+
+    server = socketio.Server(async_mode="threading")
+    dropped: list[str] = []
+    engine_hooks.bound_unsent(server, 3, dropped.append)
+    eio = server.eio
+    for sid in ("reader", "sleeper"):  # as Engine.IO opens a session: registered, then told
+        eio.sockets[sid] = eio_socket.Socket(eio, sid)
+        eio.handlers["connect"](sid, {"REMOTE_ADDR": "127.0.0.1"})
+    reader, sleeper = eio.sockets["reader"], eio.sockets["sleeper"]
+    for _ in range(10):
+        reader.send(eio_packet.Packet(eio_packet.MESSAGE, data="2"))
+        reader.poll()  # read as it comes: nothing waits
+        sleeper.send(eio_packet.Packet(eio_packet.MESSAGE, data="2"))
+    assert dropped == ["sleeper"]

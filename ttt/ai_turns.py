@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ttt.match import Match, MatchError, ai_plays, ai_to_move, hint
+from ttt.match import SIDES, Match, MatchError, ai_plays, ai_to_move, hint
 from ttt.payloads import game_id_of, whole
 from ttt.replies import N_, Push, Reply
 from ttt.store import Store, StoreUnavailable, Update
@@ -23,6 +23,7 @@ from ttt.variants import VARIANTS
 from ttt.views import Views
 
 log = logging.getLogger("ttt.table")
+LIVE_LOOKS = 50  # a player's live games looked at for a friend game in the judged position
 
 
 class AiTurns:
@@ -127,6 +128,7 @@ class AiTurns:
         """A position's evaluation: in-process for classic (microseconds), else from the
         thinker's cache or a worker; `busy` rather than a long wait."""
         rules = VARIANTS[variant]
+        self._no_help_in_a_friend_game(player, variant, moves)
         if rules.instant_ai:
             return rules.analyze(rules.from_moves(moves))
         conn = self.presence.connection(sid)
@@ -138,6 +140,27 @@ class AiTurns:
         if not ticket.wait(self.answer_wait) or ticket.error is not None:
             raise MatchError("busy", "the AI is busy; try again in a moment")
         return ticket.result
+
+    def _no_help_in_a_friend_game(self, player: str, variant: str,
+                                  moves: tuple[int, ...]) -> None:
+        """Refuse to judge the position of a live friend game the player sits in, however it
+        was reached (issue 41: a pass-and-play copy made with `moves`, then analysed, was
+        the engine's help in the friend game). Reads the player's live games (capped)."""
+        board = None
+        for game_id in self.store.live_games(player)[:LIVE_LOOKS]:
+            match = self.store.get(game_id)
+            if (match is None or match.mode != "friend" or match.is_over
+                    or match.variant != variant or match.role(player) not in SIDES
+                    or len(match.moves) != len(moves)):
+                continue
+            if board is None:
+                try:
+                    board = VARIANTS[variant].from_moves(moves)
+                except ValueError:
+                    return
+            if match.board == board:
+                raise MatchError("not_allowed",
+                                 N_("no analysis while a game against a friend is on"))
 
     def analyze(self, sid: str, payload: dict) -> Reply:
         match = self._load(game_id_of(payload))

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -58,7 +59,7 @@ __all__ = ["REACTIONS", "Limits", "Push", "Reply", "Table", "player_room", "refu
 # minute; its newcomers (cookies that have not played yet) together make one person's worth.
 PEOPLE_PER_ADDRESS = 10
 NEWCOMERS_PER_ADDRESS = 1
-PLAYED_LOOKS = 4  # live games besides the shown one looked at for a move of the person's
+MARKED_KEPT = 100_000  # players this process knows are marked as having played (no rewrite)
 
 
 def _moved(match: Match, player: str) -> bool:
@@ -105,6 +106,9 @@ class Table:
         self.rng = rng or Dice()  # the AI's dice: nobody can predict them (ttt.dice)
         self.limits = limits or Limits()
         self._limiter = MemoryLimiter(clock)
+        self._marked: set[str] = set()  # players marked as having played (`_mark_played`)
+        self._unmarked: set[str] = set()  # ... not yet written to the store
+        self._marking = threading.Lock()
         self.views = Views(store, presence, clock, self.limits, self.thinker,
                            player=self._player)
         self.ai = AiTurns(store, presence, clock, self.thinker, self.rng, self.views,
@@ -169,9 +173,12 @@ class Table:
         return self.clocks.resume_clocks()
 
     def tick(self) -> list[Push]:
-        """End the timed games whose clock ran out, and tell the absences that outlasted a
-        blip (PROTOCOL v5); the pushes that say so."""
-        return self.clocks.tick() + self.departures()
+        """End the timed games whose clock ran out, tell the absences that outlasted a blip
+        (PROTOCOL v5) and the `watchers` changes that waited for their second: the pushes
+        that say so. The persons who made a first move are marked in the store first
+        (`mark_played`)."""
+        self.mark_played()
+        return self.clocks.tick() + self.departures() + self.views.watchers_due()
 
     def departures(self) -> list[Push]:
         """The games whose seat has stayed empty past the blip: their views, now it is news."""
@@ -221,8 +228,10 @@ class Table:
         """Make the connection show `match`: the match as it now is (its presence stored),
         and the pushes for the games whose presence changed."""
         pushes: list[Push] = []
-        for game_id in self.presence.attach(sid, match):
-            if game_id == match.id:
+        for game_id, seats in self.presence.attach(sid, match).items():
+            if not seats:  # a spectator came or went: a small push, at most one a second
+                pushes += self.views.watchers_changed(game_id)
+            elif game_id == match.id:
                 match = self._sighted(match)
                 pushes += self.views.game_pushes(match)
             elif any(self.presence.online(game_id).values()) or self.presence.watchers(game_id):
@@ -296,7 +305,10 @@ class Table:
     def disconnect(self, sid: str) -> list[Push]:
         """A connection went away: the games whose presence changed."""
         pushes: list[Push] = []
-        for game_id in self.presence.disconnect(sid):
+        for game_id, seats in self.presence.disconnect(sid).items():
+            if not seats:
+                pushes += self.views.watchers_changed(game_id)
+                continue
             match = self._sighted(self.store.get(game_id))
             if match:
                 pushes += self.views.game_pushes(match)
@@ -319,7 +331,7 @@ class Table:
         conn = self.presence.connection(sid)
         if level is not None:
             self._room_for_ai(variant, level, conn.address)
-        self._take_creation(player, conn.address, new=True)
+        self._take_creation(player, conn.address, new=True, record=record)
         if mode == "friend":
             self._room_for_unjoined(player, conn.address, live)
         name = name if mode != "local" else None
@@ -502,6 +514,8 @@ class Table:
         credits = self._credits(before, after)
         if late:
             return self._too_late(player, after, pushes + self._changed(after, credits))
+        if not _moved(before, player):  # the person's first move in this game
+            self._mark_played(player)
         if ai_to_move(after):
             # A slow AI thinks in a worker: the answer carries the move now (and the reply,
             # if it is already in), and the reply follows as a `game` push.
@@ -528,14 +542,16 @@ class Table:
             answer["record"] = self.store.record(player)
         return Reply(answer, self._changed(after, credits))
 
-    def _take_creation(self, player: str, address: str, new: bool = False) -> None:
+    def _take_creation(self, player: str, address: str, new: bool = False,
+                       record: dict | None = None) -> None:
         """Count one new game (a rematch, a seat taken too): the person's own rate first and
         strictest; then the address's, loose enough for a school or a carrier's NAT; a person
         who has not played yet (a new cookie) also draws on the address's small allowance for
         newcomers, so a flood of fresh cookies is held there and not by the people already
         playing behind that address. Only a `new` game (not a seat in a friend's game, which
         its maker paid for, nor a rematch, which follows a game) asks, outside any store
-        transaction (it reads the store). Each refusal names the limit that answered."""
+        transaction (it reads the store; `record`: the person's, if just read). Each refusal
+        names the limit that answered."""
         per_minute = self.limits.creations_per_minute
         if per_minute <= 0:
             return
@@ -544,7 +560,7 @@ class Table:
             raise MatchError("rate_limited", "too many new games from you: wait a moment")
         if origin is None:
             return
-        if new and not self._has_played(player):
+        if new and not self._has_played(player, record):
             newcomers = per_minute * NEWCOMERS_PER_ADDRESS
             if not self.limiter.take(f"create:new:{origin}", newcomers / 60, newcomers):
                 raise MatchError("rate_limited", "too many new games from new players at your "
@@ -577,18 +593,43 @@ class Table:
             raise MatchError("rate_limited", "too many friend games waiting for a friend from "
                              "your address: wait a moment")
 
-    def _has_played(self, player: str) -> bool:
-        """Whether the person has made a move: a game against the AI finished, or a move of
-        theirs in their shown game or a few live ones (bounded reads, at a creation only)."""
-        if any(any(counts.values()) for counts in self.store.record(player).values()):
+    def _mark_played(self, player: str) -> None:
+        """Mark the person as having made a move: known here at once, written to the store
+        at the next tick (`mark_played`), off the move's own path (tests/budget.json); this
+        process remembers whom it marked, so a person is written once."""
+        if player in self._marked:
+            return
+        if len(self._marked) >= MARKED_KEPT:
+            self._marked.clear()
+        self._marked.add(player)
+        with self._marking:
+            self._unmarked.add(player)
+
+    def mark_played(self) -> None:
+        """Write the marks of the persons who made their first move since the last tick."""
+        with self._marking:
+            players, self._unmarked = self._unmarked, set()
+        try:
+            for player in sorted(players):
+                self.store.mark_played(player)
+                players.discard(player)
+        finally:  # a store away: the rest at the next tick
+            with self._marking:
+                self._unmarked |= players
+
+    def _has_played(self, player: str, record: dict | None = None) -> bool:
+        """Whether the person has made a move: in any game (the store's lasting mark), or a
+        game against the AI finished before the mark was kept (its record: `record` if just
+        read, else read here)."""
+        if player in self._marked:
             return True
-        current = self.store.current(player)
-        for game_id in dict.fromkeys([*([current] if current else []),
-                                      *self.store.live_games(player)[:PLAYED_LOOKS]]):
-            match = self.store.get(game_id)
-            if match is not None and _moved(match, player):
-                return True
-        return False
+        if record is not None and any(any(c.values()) for c in record.values()):
+            return True
+        if self.store.played(player):
+            return True
+        if record is None:
+            record = self.store.record(player)
+        return any(any(counts.values()) for counts in record.values())
 
     def set_name(self, sid: str, payload: dict) -> Reply:
         name = clean_name(payload.get("name"))

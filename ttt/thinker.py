@@ -15,7 +15,11 @@ machine (`ttt.workers.ProcessRunner`) or on other machines through a Redis queue
 - the budget shrinks with the number of prefixes in the rotation, down to a floor, so an AI
   reply (the wait plus the search) stays within `REPLY_BOUND`; the ticket says what it got;
 - past capacity (more prefixes than the floor keeps within the bound) a *new* game at a slow
-  level is refused (`crowded`), so the games already running keep their bounded wait.
+  level is refused (`crowded`), so the games already running keep their bounded wait;
+- an evaluation (`analyze`, hints) takes a seat in the same rotation as an AI game: its
+  prefix counts toward the capacity, and past it an evaluation from a prefix not yet in the
+  rotation is refused (`Busy`) as a new game is (issue 41: forty addresses asking analyses
+  stretched a `hard` reply to 2.4 s, and never counted in the capacity).
 
 Waiting uses `threading` primitives only: under gunicorn's gevent worker they are patched,
 so a greenlet waiting on a ticket yields the hub, and the drivers' pipes are cooperative.
@@ -195,6 +199,7 @@ class Scheduler:
         # time, new games refused as crowded, and each search's wait for a worker.
         self.reduced = 0
         self.crowded_refusals = 0
+        self.evaluations_refused = 0             # evaluations refused past capacity
         self.on_wait: Callable[[float], None] = lambda seconds: None
         self.failed: dict[str, int] = {}         # searches failed, by cause (the metrics')
 
@@ -251,9 +256,22 @@ class Scheduler:
             if (mine or self._queued >= self.max_queue
                     or len(self._queues.get(address, ())) >= self.per_address):
                 raise Busy("the AI workers are all taken; try again shortly")
+            if not self._seat(address):
+                self.evaluations_refused += 1
+                raise Busy("the AI is at capacity; try again shortly")
             ticket = Ticket(task, owner, address, key)
             self._enqueue(ticket)
             return ticket
+
+    def _seat(self, address: str) -> bool:
+        """Whether an evaluation from this prefix has a seat in the rotation (taken now, for
+        `ACTIVE_SECONDS`, as a slow game's): a prefix already in it always has (under the
+        lock)."""
+        now = self._prune()
+        if address not in self._active and len(self._active) >= self.capacity():
+            return False
+        self._active[address] = now
+        return True
 
     def budget_of(self, game: str) -> float | None:
         """The seconds the AI's latest search in this game was given."""
@@ -445,6 +463,10 @@ class Inline(Scheduler):
     def crowded(self, task: Task, address: str, count: bool = True) -> bool:
         """Never: each search runs on its caller's thread."""
         return False
+
+    def _seat(self, address: str) -> bool:
+        """Always: each search runs on its caller's thread."""
+        return True
 
     def _enqueue(self, ticket: Ticket, first: bool = False) -> None:
         ticket.budget = ticket.task.full_budget()

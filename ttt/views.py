@@ -18,6 +18,7 @@ from ttt.replies import Push, Reply, room
 from ttt.store import Store
 from ttt.thinker import Thinker
 from ttt.variants import VARIANTS, record_key
+from ttt.watchers import WatchersNews
 
 BOT_MOVE_SECONDS = 10.0  # a bot's move deadline when the store says none (ttt.bots.referee's)
 
@@ -35,6 +36,8 @@ class Views:
         self.limits = limits
         self.thinker = thinker
         self._player = player  # a connection's player (the table's: refused when unknown)
+        # When a game's watchers were last told (the clock read through: tests set it later).
+        self.watching = WatchersNews(lambda: self.clock())
 
     def config(self) -> dict[str, Any]:
         """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
@@ -121,8 +124,27 @@ class Views:
 
     def game_pushes(self, match: Match) -> list[Push]:
         """The game to everyone who sees it, each role its own view (built when sent)."""
+        self.watching.pushed(match.id)  # each view carries the number of watchers
         return [Push("game", room(match.id, role), functools.partial(self.view, match, role))
                 for role in self.roles(match)]
+
+    def watchers_changed(self, game_id: str) -> list[Push]:
+        """A spectator came or went: the small `watchers` push, now or (within a second of
+        the last one) at a later tick (`watchers_due`); never a whole view."""
+        return self._watchers_pushes(game_id) if self.watching.changed(game_id) else []
+
+    def watchers_due(self) -> list[Push]:
+        """The `watchers` pushes that waited for their second."""
+        return [p for game_id in self.watching.due() for p in self._watchers_pushes(game_id)]
+
+    def _watchers_pushes(self, game_id: str) -> list[Push]:
+        cached = getattr(self.store, "cached", None)
+        match = (cached(game_id) if cached is not None else None) or self.store.get(game_id)
+        if match is None:
+            return []
+        body = functools.cache(lambda: {"game": game_id,
+                                        "watchers": self.presence.watchers(game_id)})
+        return [Push("watchers", room(game_id, role), body) for role in self.roles(match)]
 
     def games(self, sid: str, payload: dict) -> Any:
         """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a

@@ -171,4 +171,5 @@ const server = connect({
   onReaction: (push) => session.reacted(push),
   onJoined: (answer) => session.joined(answer),
   joining: () => session.joining(),
+  onWatchers: (push) => session.watched(push),
 });

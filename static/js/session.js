@@ -383,6 +383,14 @@ export function createSession(parts, { call: send, app, calm }) {
       state.early.set(game.id, newest(state.early.get(game.id), view(game)));
     },
 
+    /** A game's number of watchers changed: a small push, at most one a second (issue 41). */
+    watched(push) {
+      const game = state.game;
+      if (game && push.game === game.id && game.watchers !== push.watchers) {
+        show({ ...game, watchers: push.watchers });
+      }
+    },
+
     recorded(record) {
       state.record = record;
       screen.record(record, state.game);

@@ -19,6 +19,7 @@ function watchOnly() {
  */
 export function connect({
   onConnect, onDisconnect, onGame, onRecord, onRematch, onReaction, onJoined, joining,
+  onWatchers,
 }) {
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
@@ -41,6 +42,7 @@ export function connect({
   socket.on("rematch", (push) => onRematch(push));
   socket.on("reaction", (push) => onReaction(push));
   socket.on("joined", (answer) => onJoined(answer));
+  socket.on("watchers", (push) => onWatchers?.(push));
 
   /** Send an event and resolve with the server's answer; never rejects. */
   function call(event, payload, timeout = TIMEOUT_MS) {

@@ -6,6 +6,12 @@ shorter), written in the same transaction as the change, so the match clock the 
 already runs (`Table.tick`, the store's `due`) ends a bot's game on time like a person's.
 Every change that ends a game between two bots rates it once, in its variant; a game a bot
 started casual (`"rated": false`) counts in no record and no rating. Nothing else changes.
+
+A person playing a bot has a move deadline too (`person_seconds`, issue 41): ten games taken
+against a bot and never moved in would otherwise hold its seats for good. A person whose
+first move does not come in time leaves the game called off (no result); later, the move's
+time runs out as a loss. A game between two bots is rated only when both have moved and the
+two were made by different people (one person's two bots cannot farm a rating).
 """
 
 from __future__ import annotations
@@ -14,10 +20,12 @@ from typing import Any
 
 from ttt.bots import is_bot_player
 from ttt.bots.book import Book
-from ttt.match import AI, SIDES, Match, other, results
+from ttt.match import AI, SIDES, Match, ending, other, results
+from ttt.rules import Termination
 from ttt.store import Caps, Change, Update, as_update
 
 MOVE_SECONDS = 10.0
+PERSON_SECONDS = 300.0  # a person's time for a move against a bot (no clock of their own)
 
 
 def bot_on_move(match: Match) -> bool:
@@ -47,32 +55,65 @@ def history_entry(match: Match, side: str, rated: bool, book: Any) -> dict[str, 
             "replay": match.rules.replay_path(match.moves)}
 
 
-def with_deadline(before: Match | None, after: Match, seconds: float) -> Match:
-    """`after` with the bot on move given its deadline, when this change put it on move
-    (or filled the last open seat).
+def against_bot(match: Match) -> bool:
+    """Whether a bot sits in the game."""
+    return any(is_bot_player(p) for p in match.seats.values())
 
-    A change that keeps the same bot on move (a name, a presence change) keeps its deadline;
+
+def person_on_move(match: Match) -> bool:
+    """Whether a person is on move against a bot, in a game between them (who waits)."""
+    turn = match.turn
+    return (match.mode == "friend" and turn is not None and not bot_on_move(match)
+            and match.seats.get(turn) not in (None, AI) and against_bot(match))
+
+
+def with_deadline(before: Match | None, after: Match, seconds: float,
+                  person_seconds: float | None = None) -> Match:
+    """`after` with the bot on move given its deadline (`seconds`), or the person on move
+    against a bot given theirs (`person_seconds`, when given), when this change put that side
+    on move (or filled the last open seat).
+
+    A change that keeps the same side on move (a name, a presence change) keeps its deadline;
     a game clock that runs out sooner stays as it is.
     """
-    if not bot_on_move(after) or not all(after.seats.values()):
-        return after  # nobody to wait for, or an open seat: a link's bot waits for its person
+    if not all(after.seats.values()) or after.is_over:
+        return after  # an open seat: a link's bot waits for its person
+    if bot_on_move(after):
+        wait = seconds
+    elif person_seconds is not None and person_on_move(after):
+        wait = person_seconds
+    else:
+        return after
     turned = (before is None or len(before.moves) != len(after.moves)
-              or before.seats != after.seats or not bot_on_move(before))
+              or before.seats != after.seats or before.turn != after.turn)
     if not turned and after.deadline is not None:
         return after
-    due = after.updated + seconds
+    due = after.updated + wait
     if after.deadline is not None and after.deadline <= due:
         return after
     return after.but(deadline=due)
 
 
+def unplayed_time_out(before: Match, after: Match) -> bool:
+    """Whether this change ended a game against a bot on the time of a person who had not
+    made a first move in it (no clock of the game's own): called off, not lost."""
+    turn = before.turn
+    return (after.is_over and not before.is_over and after.finish is not None
+            and after.finish.termination == Termination.TIME and before.clock is None
+            and turn is not None and person_on_move(before)
+            and not any((i % 2 == 0) == (turn == "X")
+                        for i in range(before.start, len(before.moves))))
+
+
 class Referee:
     """A game store with bot deadlines and bot-versus-bot ratings; the rest passes through."""
 
-    def __init__(self, store: Any, book: Book, move_seconds: float = MOVE_SECONDS) -> None:
+    def __init__(self, store: Any, book: Book, move_seconds: float = MOVE_SECONDS,
+                 person_seconds: float = PERSON_SECONDS) -> None:
         self._store = store
         self.book = book
         self.move_seconds = move_seconds
+        self.person_seconds = person_seconds
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._store, name)
@@ -82,20 +123,27 @@ class Referee:
             self.__dict__[name] = attribute
         return attribute
 
+    def _deadline(self, before: Match | None, after: Match) -> Match:
+        return with_deadline(before, after, self.move_seconds, self.person_seconds)
+
     def create(self, match: Match, caps: Caps | None = None) -> None:
-        self._store.create(with_deadline(None, match, self.move_seconds), caps)
+        self._store.create(self._deadline(None, match), caps)
 
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         def timed(match: Match) -> Match | Update:
             update = as_update(change(match))
             if update.match.rev == match.rev:
                 return update
+            if unplayed_time_out(match, update.match):  # no result: called off
+                update = update._replace(match=match.changed(
+                    update.match.updated, finish=ending(Termination.NO_START), deadline=None),
+                    credits=())
             if not update.credits:  # a time-out against the AI counts in the record too
                 update = update._replace(credits=tuple(results(match, update.match)))
             if update.credits and self._casual(update.match):  # practice: no record
                 update = update._replace(credits=())
-            made = update.create and with_deadline(None, update.create, self.move_seconds)
-            return update._replace(match=with_deadline(match, update.match, self.move_seconds),
+            made = update.create and self._deadline(None, update.create)
+            return update._replace(match=self._deadline(match, update.match),
                                    create=made or None)
 
         done = self._store.update(game_id, timed)
@@ -104,8 +152,9 @@ class Referee:
             if after.is_over and not before.is_over:
                 self._remember(after)
             if (after.is_over and not before.is_over and after.status != "aborted"
-                    and after.mode == "friend" and after.start == 0
-                    and all(is_bot_player(after.seats[m]) for m in ("X", "O"))):
+                    and after.mode == "friend" and after.start == 0 and not after.opening
+                    and all(is_bot_player(after.seats[m]) for m in ("X", "O"))
+                    and not self._same_maker(after.seats["X"], after.seats["O"])):
                 self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner,
                                after.variant)
         return done
@@ -117,6 +166,13 @@ class Referee:
             player = match.seats.get(side)
             if is_bot_player(player):
                 self.book.remember(player, history_entry(match, side, rated, self.book))
+
+    def _same_maker(self, x: str | None, o: str | None) -> bool:
+        """Whether one person made both bots (on the site: the same `maker`), so their games
+        rate nothing. Bots made on the command line (no maker) are the operator's own."""
+        one, two = self.book.by_player(x or ""), self.book.by_player(o or "")
+        return (one is None or two is None
+                or bool(one.maker) and one.maker == two.maker)
 
     def _casual(self, match: Match) -> bool:
         """Whether a game a bot sits in was started casual (`"rated": false`)."""

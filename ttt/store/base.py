@@ -122,6 +122,13 @@ class ProfileStore(Protocol):
     def set_name(self, player_id: str, name: str) -> None:
         """Keep the player's display name."""
 
+    def mark_played(self, player_id: str) -> None:
+        """Remember that the player has made a move (in any game), for as long as the
+        player's profile is kept (issue 41: the newcomers' allowance reads it)."""
+
+    def played(self, player_id: str) -> bool:
+        """Whether the player was marked as having made a move."""
+
 
 class Housekeeping(Protocol):
     """The server's own rounds: clocks that ran out, purges, health."""

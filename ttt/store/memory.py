@@ -34,6 +34,7 @@ class MemoryStore:
         self._names: dict[str, str] = {}
         self._beat: float | None = None
         self._seen: dict[str, float] = {}
+        self._played: dict[str, bool] = {}
 
     def _count_live(self, owner: str | None = None) -> int:
         return sum(1 for m in self._games.values() if not m.is_over
@@ -114,6 +115,15 @@ class MemoryStore:
             self._names[player_id] = name
             self._seen[player_id] = time.time()
 
+    def mark_played(self, player_id: str) -> None:
+        with self._lock:
+            self._played[player_id] = True
+            self._seen[player_id] = time.time()
+
+    def played(self, player_id: str) -> bool:
+        with self._lock:
+            return player_id in self._played
+
     def live_games(self, player_id: str) -> list[str]:
         with self._lock:
             return self._live(player_id)
@@ -156,10 +166,11 @@ class MemoryStore:
             for gid in gone:
                 del self._games[gid]
             seated = {p for m in self._games.values() if not m.is_over for p in m.humans()}
-            known = {*self._current, *self._names, *self._records}
+            known = {*self._current, *self._names, *self._records, *self._played}
             for who in [w for w in known if w not in seated
                         and self._seen.get(w, float("-inf")) < idle_before]:
-                for profiles in (self._current, self._names, self._records, self._seen):
+                for profiles in (self._current, self._names, self._records, self._seen,
+                                 self._played):
                     profiles.pop(who, None)  # type: ignore[attr-defined]
             return len(gone)
 

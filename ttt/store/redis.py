@@ -354,6 +354,14 @@ class RedisStore:
         self._set_field(player_id, "name", name)
 
     @unavailable_on_redis_errors
+    def mark_played(self, player_id: str) -> None:
+        self._set_field(player_id, "played", "1")  # in the profile's hash: kept as long
+
+    @unavailable_on_redis_errors
+    def played(self, player_id: str) -> bool:
+        return bool(self.redis.hexists(player_key(player_id), "played"))
+
+    @unavailable_on_redis_errors
     def live_games(self, player_id: str) -> list[str]:
         return sorted(self.redis.zrange(live_of(player_id), 0, -1))
 

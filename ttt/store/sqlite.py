@@ -72,6 +72,10 @@ CLAIM_ID = "INSERT OR IGNORE INTO beats (name, at) VALUES ('store-id', ?)"
 READ_ID = "SELECT at FROM beats WHERE name = 'store-id'"
 
 
+# Who has made a move (issue 41), one row each; forgotten with the player's profile.
+PLAYED_TABLE = "CREATE TABLE IF NOT EXISTS played (id TEXT PRIMARY KEY)"
+
+
 def _record_of(text: str | None) -> dict[str, dict[str, int]]:
     """A player's stored record (levels added since it was written read as no games)."""
     return {**empty_record(), **codec.loads(text)} if text else empty_record()
@@ -100,6 +104,7 @@ class SqliteStore:
         self._cache: OrderedDict[str, Match] = OrderedDict()
         with self._write_lock, self._conn() as conn:
             migrate(conn)
+            conn.execute(PLAYED_TABLE)  # beside the versioned schema, as the bot book's tables
         self.identity: float | None = None
         # Claimed now, or at the first ping that can write (a full disk at start-up).
         with contextlib.suppress(StoreUnavailable, sqlite3.Error), self._write_lock, \
@@ -389,6 +394,15 @@ class SqliteStore:
                 "ON CONFLICT (id) DO UPDATE SET name = excluded.name, seen = excluded.seen",
                 (player_id, name, time.time()))
 
+    def mark_played(self, player_id: str) -> None:
+        with self._conn() as conn:
+            conn.execute("INSERT OR IGNORE INTO played (id) VALUES (?)", (player_id,))
+
+    def played(self, player_id: str) -> bool:
+        with self._conn() as conn:
+            return conn.execute("SELECT 1 FROM played WHERE id = ?",
+                                (player_id,)).fetchone() is not None
+
     def live_games(self, player_id: str) -> list[str]:
         with self._conn() as conn:
             return sorted(row[0] for row in conn.execute(LIVE_OF, {"p": player_id}))
@@ -419,6 +433,7 @@ class SqliteStore:
                 "DELETE FROM players WHERE (seen IS NULL OR seen < ?) AND NOT EXISTS "
                 "(SELECT 1 FROM games WHERE live = 1 AND seat_x = players.id) AND NOT EXISTS "
                 "(SELECT 1 FROM games WHERE live = 1 AND seat_o = players.id)", (idle_before,))
+            conn.execute("DELETE FROM played WHERE id NOT IN (SELECT id FROM players)")
             return gone
 
     @staticmethod

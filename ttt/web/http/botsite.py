@@ -10,7 +10,7 @@ from flask import Flask
 from flask_socketio import SocketIO
 
 from ttt.bots.book import open_book
-from ttt.bots.referee import MOVE_SECONDS, Referee
+from ttt.bots.referee import MOVE_SECONDS, PERSON_SECONDS, Referee
 from ttt.table import Table
 from ttt.web.extensions import keep_hub
 from ttt.web.http import api, botmaking, botpages, ladder
@@ -24,7 +24,8 @@ def referee(app: Flask, store: Any) -> Referee:
     book = open_book(store)
     app.extensions["ttt_bots_book"] = book
     seconds = float(app.config.get("TTT_BOT_MOVE_SECONDS", MOVE_SECONDS))
-    return Referee(store, book, seconds)
+    person = float(app.config.get("TTT_BOT_PERSON_SECONDS", PERSON_SECONDS))
+    return Referee(store, book, seconds, person)
 
 
 def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:

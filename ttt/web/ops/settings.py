@@ -130,7 +130,7 @@ def _env_config() -> dict[str, Any]:
         config["TTT_ASYNC_MODE"] = env["TTT_ASYNC_MODE"]
     for key in ("TTT_RATE_LIMIT", "TTT_CLAIM_AFTER", "TTT_BLIP", "TTT_CREATE_RATE",
                 "TTT_BOT_MOVE_SECONDS", "TTT_BOT_CREATE_RATE", "TTT_AI_LEFT_AFTER",
-                "TTT_EVENTS_PER_ADDRESS", "TTT_PAGES_PER_ADDRESS"):
+                "TTT_EVENTS_PER_ADDRESS", "TTT_PAGES_PER_ADDRESS", "TTT_BOT_PERSON_SECONDS"):
         if env.get(key):
             config[key] = float(env[key])
     for key in ("TTT_MAX_LIVE_PER_PLAYER", "TTT_MAX_LIVE_PER_ADDRESS", "TTT_MAX_LIVE_GAMES",

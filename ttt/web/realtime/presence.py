@@ -211,29 +211,38 @@ class Presence:
         """The connection of a sid."""
         return self._conns.get(sid)
 
-    def attach(self, sid: str, match: Match) -> list[str]:
-        """Show `match` on this connection; the game ids whose presence or watchers changed."""
+    def attach(self, sid: str, match: Match) -> dict[str, bool]:
+        """Show `match` on this connection; the games whose presence or watchers changed,
+        each with whether its seats' presence did (False: only the number of watchers).
+
+        Showing again the game and seats the connection already shows changes nothing
+        (issue 41: a spectator re-joining its game dropped and re-added its lease, and each
+        time every player and spectator was sent the whole game)."""
         with self._lock:
             conn = self._conns.get(sid)
             if conn is None:
-                return []
+                return {}
+            role = match.role(conn.player)
+            seats = seats_of(match, conn.player) if conn.holds_seats else ()
+            if conn.game == match.id and conn.role == role and conn.seats == seats:
+                return {}
             changed = self._leave(sid, conn)
             game = match.id
             before = self._snapshot(game)
-            conn.game, conn.role = game, match.role(conn.player)
-            conn.seats = seats_of(match, conn.player) if conn.holds_seats else ()
+            conn.game, conn.role, conn.seats = game, role, seats
             for mark in conn.seats:
                 self.seats.add(game, mark, sid)
-            if self._snapshot(game) != before:
-                changed.append(game)
-            return sorted(set(changed))
+            after = self._snapshot(game)
+            if after != before:
+                changed[game] = changed.get(game, False) or after[0] != before[0]
+            return dict(sorted(changed.items()))
 
-    def disconnect(self, sid: str) -> list[str]:
-        """Forget a connection; the game ids whose presence or watchers changed."""
+    def disconnect(self, sid: str) -> dict[str, bool]:
+        """Forget a connection; the games whose presence or watchers changed (as `attach`)."""
         with self._lock:
             conn = self._conns.pop(sid, None)
             if conn is None:
-                return []
+                return {}
             for key, holder in self._slots(sid, conn):
                 self.limiter.release(key, holder)
             if self.blip > 0 and conn.game:
@@ -255,18 +264,19 @@ class Presence:
                       if not all(self.seats.online(game)[mark] for g, mark in ripe if g == game))
 
     def _snapshot(self, game: str) -> tuple:
-        return (self.seats.online(game), self.seats.watchers(game))
+        return self.seats.present(game)
 
-    def _leave(self, sid: str, conn: Connection, grace: float = 0.0) -> list[str]:
+    def _leave(self, sid: str, conn: Connection, grace: float = 0.0) -> dict[str, bool]:
         if not conn.game or not conn.seats:
             conn.game, conn.role, conn.seats = None, None, ()
-            return []
+            return {}
         game = conn.game
         before = self._snapshot(game)
         for mark in conn.seats:
             self.seats.remove(game, mark, sid, grace)
         conn.game, conn.role, conn.seats = None, None, ()
-        return [game] if self._snapshot(game) != before else []
+        after = self._snapshot(game)
+        return {game: after[0] != before[0]} if after != before else {}
 
     def online(self, game_id: str) -> dict[str, bool]:
         """Whether each side of a game has a live connection."""

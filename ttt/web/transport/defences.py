@@ -12,6 +12,7 @@ on a real server):
 | `X-Content-Type-Options: nosniff`               | `Guard`                               |
 | junk websocket frame: dropped, one log line     | `FrameCheck`, via engine_hooks        |
 | session that never joins Socket.IO: closed      | `HelloTimer`, via engine_hooks        |
+| client that does not read: dropped past a bound | engine_hooks.bound_unsent             |
 | Engine.IO's disconnect never waits for a poll   | engine_hooks.never_wait_on_disconnect |
 | an event whose name is not a string: refused    | `TextPacket.decode` (ttt/web/__init__)|
 
@@ -53,6 +54,10 @@ HELLO_SECONDS = 10
 PING_CLEARANCE = 0.5
 #: First characters of a text frame that Engine.IO decodes without raising: a packet type.
 PACKET_TYPES = frozenset("0123456")
+#: Packets a session may have waiting to be sent before it is dropped (a spectator that never
+#: reads; a live page reads each push at once), and each websocket's kernel send buffer.
+MAX_UNSENT = 256
+SEND_BUFFER = 64 * 1024
 
 
 def install(app: Flask, socketio: SocketIO) -> Guard:
@@ -76,8 +81,15 @@ def install(app: Flask, socketio: SocketIO) -> Guard:
         return prefix_of(address_of(environ, trusted)) if environ else ""
 
     engine_hooks.on_websockets(server, lambda ws, session: FrameCheck(
-        ws, session, max_bytes, budgets if budgets is not None and budgets.events else None,
-        prefix_for))
+        engine_hooks.cap_send_buffer(ws, SEND_BUFFER), session, max_bytes,
+        budgets if budgets is not None and budgets.events else None, prefix_for))
+
+    def not_reading(sid: str) -> None:  # called where a packet is queued: dropped apart
+        log.warning("dropped a client that does not read: %d packets unsent", MAX_UNSENT)
+        eio.start_background_task(engine_hooks.drop, server, sid)
+
+    engine_hooks.bound_unsent(server, int(app.config.get("TTT_MAX_UNSENT", MAX_UNSENT)),
+                              not_reading)
     hello = float(app.config.get("TTT_HELLO_SECONDS",
                                  os.environ.get("TTT_HELLO_SECONDS", HELLO_SECONDS)))
     if hello > 0:

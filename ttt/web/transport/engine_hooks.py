@@ -15,8 +15,10 @@ Public, and used freely elsewhere: `socketio.server`, `server.eio`, `server.on`,
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
+import socket as net
 import time
 from collections.abc import Callable, Collection
 from importlib import metadata
@@ -66,6 +68,9 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
     ("python-engineio", "Socket.upgrading/closing/closed",
      lambda server: all(hasattr(_probe_socket(server.eio), name)
                         for name in ("upgrading", "closing", "closed"))),
+    ("python-engineio", "Socket.send/queue.qsize",
+     lambda server: callable(getattr(eio_socket.Socket, "send", None))
+     and callable(getattr(getattr(_probe_socket(server.eio), "queue", None), "qsize", None))),
     ("python-engineio", "Socket.close(wait, abort, reason)",
      lambda server: _takes(getattr(eio_socket.Socket, "close", None),
                            "wait", "abort", "reason")),
@@ -219,6 +224,43 @@ def never_wait_on_disconnect(server: Any) -> None:
         return None
 
     eio.disconnect = disconnect
+
+
+# --- clients that do not read ---------------------------------------------------------------------
+
+def bound_unsent(server: Any, limit: int, over: Callable[[str], None]) -> None:
+    """Call `over(sid)`, once, when more than `limit` packets of a session wait to be sent
+    (a client that does not read: Engine.IO's queue of a session is unbounded, and its writer
+    blocks on the full socket). Checked where a packet is queued, whatever the transport and
+    the async mode."""
+    eio = server.eio
+
+    def opened(sid: str) -> None:
+        session = eio.sockets.get(sid)
+        if session is None:
+            return
+        send, told = session.send, []
+
+        def bounded(pkt: Any) -> None:
+            send(pkt)
+            if not told and session.queue.qsize() > limit:
+                told.append(True)
+                over(sid)
+
+        session.send = bounded
+
+    on_session_opened(server, opened)
+
+
+def cap_send_buffer(ws: Any, size: int) -> Any:
+    """The websocket `ws` with its kernel send buffer capped at `size` bytes (autotuned, one
+    that never read held ~3 MB unsent): simple-websocket's socket, inside Engine.IO's wrapper
+    of it (threading and gevent)."""
+    sock = getattr(ws, "sock", None) or getattr(getattr(ws, "ws", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError, AttributeError, ValueError):
+            sock.setsockopt(net.SOL_SOCKET, net.SO_SNDBUF, size)
+    return ws
 
 
 # --- websockets ----------------------------------------------------------------------------------
