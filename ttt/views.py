@@ -102,10 +102,15 @@ class Views:
         """What the side on move of a timed game has when its clock starts (PROTOCOL v5:
         `time_left` is a number in every view of a timed game): before both seats are taken,
         and before the first view after a change that puts a bot on move. None when the side
-        on move has no limit (untimed games, a person's turn in an untimed game with a bot)
-        and once the game is over (nobody is on move)."""
+        on move has no limit (untimed games, a person's turn in an untimed game with a bot).
+        A timed game that is over still reads a number, as the protocol says: 0 when it ended
+        on time, else the clock's whole length (nobody's clock runs any more)."""
+        if match.is_over:
+            if match.clock is None:
+                return None
+            return 0.0 if match.reason == "time" else float(match.clock)
         bot_seat = any(is_bot_player(match.seats[m]) for m in SIDES)
-        if match.is_over or (match.clock is None and not bot_seat):
+        if match.clock is None and not bot_seat:
             return None
         turn = match.turn
         limits = []

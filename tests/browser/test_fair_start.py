@@ -83,7 +83,8 @@ def test_the_joiner_is_told_the_side_and_the_moves_made_while_away(open_page):
 
     # The games list's module comes a moment after the board: loaded before the network goes.
     guest.wait_for_function(
-        "() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/games.js'))")
+        "() => performance.getEntriesByType('resource')"
+        ".some((e) => new URL(e.name).pathname.endsWith('/games.js'))")  # its ?v=<hash> aside
     guest.evaluate("() => navigator.serviceWorker.ready.then(() => true)")  # and the worker
     guest.context.set_offline(True)
     banner = guest.locator("#connection")
