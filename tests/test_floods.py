@@ -177,6 +177,7 @@ def test_a_restart_does_not_count_as_absence_a_claim_waits_for_observed_absence(
         bob.call("join", {"game": game["id"]})
         seated = time.monotonic()
         assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
+        assert bob.call("move", {"game": game["id"], "cell": 0})["ok"]  # v5: both have moved
         while time.monotonic() - seated < 7:  # both seated longer than the claim delay
             time.sleep(0.1)
         server.kill()
@@ -202,14 +203,18 @@ def test_a_restart_does_not_count_as_absence_a_claim_waits_for_observed_absence(
 
 def test_a_seat_leaving_is_stored_with_the_game_and_bumps_rev(tmp_path):
     server = Server({"TTT_STORE": f"sqlite:///{tmp_path / 'seen.sqlite3'}",
-                     "TTT_SECRET_KEY": "seen"}, log=tmp_path / "server.log").start()
+                     "TTT_SECRET_KEY": "seen", "TTT_BLIP": "0.5"},
+                    log=tmp_path / "server.log").start()
     made = Remotes(server.url)
     try:
         alice, bob = made(), made()
         game = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]
-        rev = bob.call("join", {"game": game["id"]})["game"]["rev"]
+        bob.call("join", {"game": game["id"]})
+        assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
+        rev = bob.call("move", {"game": game["id"], "cell": 0})["game"]["rev"]  # both moved (v5)
         bob.close()
-        gone = alice.wait_for("game", lambda g: g["online"]["O"] is False)
+        # Told once the blip is over (PROTOCOL v5), at the server's next tick.
+        gone = alice.wait_for("game", lambda g: g["online"]["O"] is False, timeout=15)
         assert gone["rev"] > rev and gone["claimable_in"] > 0
         with sqlite3.connect(tmp_path / "seen.sqlite3") as db:
             body = db.execute("SELECT body FROM games WHERE id = ?", (game["id"],)).fetchone()

@@ -121,7 +121,8 @@ def test_review_replays_the_game_and_explains_the_first_mistake(open_page):
     expect(card).to_be_visible()
     expect(card.locator("[data-review='summary']")).to_have_text("X won — no hints")
     expect(card.locator(".move")).to_have_text(
-        ["1. X top left", "2. O left mistake", "3. X top", "4. O centre", "5. X top right"])
+        ["1. X top left", "2. O left MISTAKE", "3. X top", "4. O centre", "5. X top right"],
+        use_inner_text=True)  # as drawn: each move's cell number hidden until asked for
     expect(card.locator(".mistake[data-side='O'] .mistake-text")).to_have_text(
         expected["review"]["O"]["text"])
     expect(card.locator(".mistake[data-side='X'] .mistake-text")).to_have_text("No mistakes")
@@ -204,7 +205,8 @@ def test_replay_link_steps_through_the_game(open_page):
     expect(page.locator(".cell[data-cell='2']")).to_have_class(re.compile("is-last"))
     expect(page.locator(".mistake[data-side='O'] .mistake-text")).to_have_text(
         expected["review"]["O"]["text"])
-    expect(page.locator(".move.is-mistake")).to_have_text("4. O top mistake")
+    expect(page.locator(".move.is-mistake")).to_have_text("4. O top MISTAKE",
+                                                             use_inner_text=True)
     expect(page.locator("a", has_text="Play the AI")).to_have_attribute("href", "/")
     expect(page.locator("[data-review='link']")).to_have_value(re.compile(r"/r/40812$"))
 

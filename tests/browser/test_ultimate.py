@@ -243,7 +243,8 @@ def test_a_resigned_ultimate_game_is_reviewed_and_its_rematch_is_ultimate(open_p
     review = page.locator("#review")
     expect(review.locator("[data-review='unjudged']")).to_be_visible()
     expect(review.locator("[data-review='mistakes']")).to_be_hidden()
-    expect(review.locator(".move").first).to_have_text("1. X centre board, centre")
+    expect(review.locator(".move").first).to_have_text("1. X centre board, centre",
+                                                             use_inner_text=True)
     link = review.locator("[data-review='link']").input_value()
     assert re.fullmatch(r"http://[^/]+/r/u/40(\.[0-9]{1,2}){3}", link), link
 
@@ -467,7 +468,8 @@ def test_the_ultimate_replay_page_fits_a_small_phone(open_page):
     expect(square(page, 36)).to_have_attribute("data-mark", "O")
     expect(square(page, 4)).to_have_class(re.compile("is-last"))
     expect(page.locator(".move")).to_have_text(
-        ["1. X centre board, centre", "2. O centre board, top left", "3. X top left board, centre"])
+        ["1. X centre board, centre", "2. O centre board, top left", "3. X top left board, centre"],
+        use_inner_text=True)
     no_sideways_scroll(page)
     axe: list[str] = []
     audit(page, "the ultimate replay page at 320 px", axe)
