@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -89,6 +89,12 @@ lighthouse: $(STAMP) $(LIGHTHOUSE)
 # Bot games a second on one process, and the bot stream's latency against a socket's.
 bench-bots: $(STAMP)
 	$(PY) -m bench.bots $(ARGS)
+
+# Ultimate: a level against a textbook UCT reference at a play-out count (or another level),
+# in process with the time the server gives the level, games in pairs on seeded openings, e.g.
+# make bench-uttt ARGS="--level hard --ref 24000 --games 20" (or ARGS="--level medium --vs easy").
+bench-uttt: $(STAMP)
+	$(PY) -m bench.uttt $(ARGS)
 
 # 200 python-socketio players for 30 s against a fresh server; exit 1 on any lost move.
 load: $(STAMP)

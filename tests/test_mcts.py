@@ -275,8 +275,10 @@ def test_analyze_shows_only_scores_it_computed_and_best_is_the_top_score(index):
         after = board.play(move["cell"])
         computed = (after.outcome() is not None and after.outcome().winner == board.turn
                     or bool(wins_in_one(after)))
-        if not computed:
-            assert (move["score"] is not None) == (move["visits"] >= mcts.MIN_VISITS), move
+        if not computed and move["visits"] >= mcts.MIN_VISITS:
+            assert move["score"] is not None, move
+        elif not computed and move["score"] is not None:  # proven by the search (issue 47)
+            assert move["score"] in (0.0, 0.5, 1.0), move
     if index == 0:  # 81 moves share 1,500 play-outs: some are not evaluated
         assert any(move["score"] is None for move in answer["moves"])
 

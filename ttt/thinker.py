@@ -64,10 +64,11 @@ class Task:
     moves: tuple[int, ...]
     level: str | None = None   # a move's AI level
     seed: int = 0              # a move's dice
+    game: str | None = None    # a move's game: its worker may keep the game's search tree
 
     def as_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "variant": self.variant, "moves": list(self.moves),
-                "level": self.level, "seed": self.seed}
+                "level": self.level, "seed": self.seed, "game": self.game}
 
     def full_budget(self) -> float:
         """The seconds this search gets when nobody waits."""
@@ -88,6 +89,9 @@ def search(task: dict[str, Any], seconds: float) -> Any:
         picker = rules.player(task["level"])
         if getattr(picker, "seconds", None):  # the ultimate levels: cap the wall-clock time
             picker = replace(picker, seconds=min(picker.seconds, seconds))
+        if isinstance(picker, mcts.Player) and task.get("game"):  # its tree kept between moves
+            return picker.choose(board, random.Random(task["seed"]), game=task["game"],
+                                 history=task["moves"])
         return picker.choose(board, random.Random(task["seed"]))
     if rules.instant_ai:
         return rules.analyze(board)
@@ -202,6 +206,8 @@ class Scheduler:
         self.evaluations_refused = 0             # evaluations refused past capacity
         self.on_wait: Callable[[float], None] = lambda seconds: None
         self.failed: dict[str, int] = {}         # searches failed, by cause (the metrics')
+        self._homes = _Memo(10_000)              # game -> the runner that keeps its tree
+        self._busy: set[Any] = set()             # runners running a search now
 
     # --- asking ------------------------------------------------------------------------------
 
@@ -211,6 +217,7 @@ class Scheduler:
         with self._lock:
             ticket = self._by_key.get(("move", game, rev))
             if ticket is None:
+                task = task if task.game else replace(task, game=game)
                 ticket = Ticket(task, owner, address, ("move", game, rev), callbacks=[on_done])
                 if task.full_budget() > MIN_SECONDS:
                     self._active[address] = self.clock()
@@ -285,7 +292,7 @@ class Scheduler:
         line.appendleft(ticket) if first else line.append(ticket)
         self._queued += 1
         self._start()
-        self._lock.notify()
+        self._lock.notify_all()  # every driver: a move may be for one worker's tree (_routed)
 
     # --- the drivers -------------------------------------------------------------------------
 
@@ -307,24 +314,25 @@ class Scheduler:
                 del self._active[prefix]
         return now
 
-    def _next(self) -> Ticket | None:
-        """The next ticket (waited for), or None once closed."""
+    def _next(self, runner: Runner | None = None) -> Ticket | None:
+        """The next ticket for `runner` (waited for), or None once closed."""
         with self._lock:
             while not self._closed:
-                ticket = self._pick()
+                ticket = self._pick(runner)
                 if ticket is not None:
                     return ticket
                 self._lock.wait()
             return None
 
-    def _pick(self) -> Ticket | None:
+    def _pick(self, runner: Runner | None = None) -> Ticket | None:
         """The next ticket now, if any (under the lock): the prefix served longest ago (or
         never) first, inside it the game served longest ago, skipping players already
         searching; its budget set from the rotation's size."""
-        ready = self._ready()
+        ready = self._ready(runner)
         if not ready:
             return None
         _, address, ticket = min(ready, key=lambda r: r[0])
+        self._route(ticket, runner)
         self._turn += 1
         self._served.put(address, self._turn)
         self._games_served.put(_game(ticket), self._turn)
@@ -356,7 +364,7 @@ class Scheduler:
         fair = REPLY_BOUND / (rounds * own) - self._overhead
         return round(max(min(full, MIN_SECONDS), min(full, fair)), 2)
 
-    def _ready(self) -> list[tuple[int, str, Ticket]]:
+    def _ready(self, runner: Runner | None = None) -> list[tuple[int, str, Ticket]]:
         """Each prefix's ticket to serve (its game served longest ago, whose player has no
         search running), with the prefix's turn. A prefix has one search on a worker at a
         time: eighty games behind one address take one seat of the rotation, not every
@@ -365,11 +373,29 @@ class Scheduler:
         for address, line in self._queues.items():
             if address in self._searching:
                 continue
-            free = [t for t in line if t.owner not in self._running]
+            free = [t for t in line if t.owner not in self._running and self._routed(t, runner)]
             if free:
                 ticket = min(free, key=lambda t: self._games_served.get(_game(t)) or 0)
                 ready.append((self._served.get(address) or 0, address, ticket))
         return ready
+
+    # --- a game's moves to the worker that keeps its tree --------------------------------------
+
+    def _routed(self, ticket: Ticket, runner: Runner | None) -> bool:
+        """Whether `runner` may take this ticket: any search but a move whose game's tree is
+        kept by another worker that is free now (that worker takes it; a busy one's game is
+        taken by whoever is free, and starts afresh there: a reply never waits for a tree)."""
+        game = ticket.task.game if ticket.task.kind == "move" else None
+        home = self._homes.get(game) if game and runner is not None else None
+        return home is None or home is runner or home in self._busy
+
+    def _route(self, ticket: Ticket, runner: Runner | None) -> None:
+        """`runner` runs this ticket: busy until it finishes, and its game's home from now."""
+        if runner is None:
+            return
+        self._busy.add(runner)
+        if ticket.task.kind == "move" and ticket.task.game:
+            self._homes.put(ticket.task.game, runner)
 
     def _count_workers(self) -> None:
         """Refresh how many searches can run at once (remote workers come and go)."""
@@ -385,7 +411,7 @@ class Scheduler:
     def _drive(self, runner: Runner) -> None:
         while True:
             self._count_workers()
-            ticket = self._next()
+            ticket = self._next(runner)
             if ticket is None:
                 return
             assert ticket.budget is not None
@@ -394,6 +420,8 @@ class Scheduler:
                 result, error = runner.run(ticket.task.as_json(), ticket.budget), None
                 ticket.seconds = time.monotonic() - started
             except WorkerLost as lost:
+                with self._lock:
+                    self._busy.discard(runner)
                 ticket.attempts += 1
                 self._failed("worker_lost")
                 log.warning("a worker died during a search (%s): attempt %d", lost,
@@ -410,6 +438,8 @@ class Scheduler:
                 log.exception("a search failed")
                 self._failed("error")
                 result, error = None, f"{type(failure).__name__}: {failure}"
+            with self._lock:
+                self._busy.discard(runner)
             self._finish(ticket, result, error)
 
     def _failed(self, cause: str) -> None:
