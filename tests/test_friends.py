@@ -92,10 +92,11 @@ def test_a_seat_survives_reload_and_presence_is_pushed(remotes, live_server):
     alice.wait_for("game", lambda g: g["online"]["X"])
     assert bob.call("move", {"game": game["id"], "cell": 4})["ok"]
     assert alice.call("move", {"game": game["id"], "cell": 0})["ok"]  # both moved (v5)
+    started = time.monotonic()  # before: the client's disconnect() returns only once closed
     bob.sio.disconnect()
-    started = time.monotonic()
     # Told once the blip (TTT_BLIP, 1 s on this server) is over, not before: v5.
-    away = alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}, timeout=10)
+    away = alice.wait_for("game", lambda g: g["online"] == {"X": False, "O": True}
+                          and len(g["moves"]) == 2, timeout=10)  # not the views before Bob came
     assert time.monotonic() - started >= 0.9
     assert 55 < away["claimable_in"] <= 60 and "claim" not in away["can"]
     assert alice.call("claim", {"game": game["id"]})["error"]["code"] == "not_allowed"
