@@ -249,6 +249,8 @@ class TicTacToeMachine(RuleBasedStateMachine):
         left = None if game.deadline is None or game.over else max(0.0, game.deadline - self.now)
         if left is None and game.clock is not None and not game.over:  # v5: not yet running
             left = 30.0 if game.played < 2 else float(game.clock)
+        if game.clock is not None and game.over:  # v5: a number in every view of a timed game
+            left = 0.0 if game.reason == "time" else float(game.clock)
         return {
             "id": game.id, "mode": game.mode, "variant": "classic", "level": game.level,
             "board": board_of(game.moves), "turn": game.turn, "status": game.status,
@@ -586,6 +588,15 @@ class TicTacToeMachine(RuleBasedStateMachine):
         self._ended(player, answer, game, record=ended)
         assert ("record" in answer) == ended
 
+    def _friend_position(self, player: Player, moves: list[int]) -> bool:
+        """Whether the position after `moves` (not the empty board) is that of a live friend
+        game the player sits in: no engine help there (issue 41)."""
+        board = board_of(moves)
+        return bool(moves) and any(
+            other.mode == "friend" and not other.over and player.pid in other.seats.values()
+            and len(other.moves) == len(moves) and board_of(other.moves) == board
+            for other in self.games.values())
+
     def analyze(self, player: Player, payload: Any, *extra: Any) -> None:
         codes: set[str] = set()
         game = self._game_of(payload, codes)
@@ -595,6 +606,10 @@ class TicTacToeMachine(RuleBasedStateMachine):
             ply = payload["ply"]
             if type(ply) is not int or ply < 0 or (game is not None and ply > len(game.moves)):
                 codes.add("bad_request")
+            elif game is not None and self._friend_position(player, game.moves[:ply]):
+                codes.add("not_allowed")
+        elif game is not None and self._friend_position(player, game.moves):
+            codes.add("not_allowed")
         self._as_can_says(player, game, "analyze", codes)
         answer = self._send(player, "analyze", payload, *extra)
         if not self._expect(answer, codes, f"analyze {payload!r}"):
@@ -636,7 +651,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
         game = self._game_of(payload, codes)
         role = self._seated_codes(game, player, codes)
         if game is not None:
-            if game.mode == "friend":
+            if game.mode == "friend" or self._friend_position(player, game.moves):
                 codes.add("not_allowed")
             if role in ("X", "O") and game.turn != role:
                 codes.add("not_your_turn")
@@ -1208,8 +1223,9 @@ def _countdown(view: dict, elapsed: float) -> dict:
     """A view with its countdowns run on by `elapsed` seconds (they are not pushed as they run)."""
     view = dict(view, can=sorted(set(view["can"]) - {"claim"}))  # claim follows claimable_in
     for key in ("claimable_in", "time_left"):
-        if key == "time_left" and "open" in (view.get("seats") or {}).values():
-            continue  # not running yet: the time the side on move will have (PROTOCOL v5)
+        if key == "time_left" and ("open" in (view.get("seats") or {}).values()
+                                   or view.get("status") != "playing"):
+            continue  # not running (yet, or any more): a fixed number (PROTOCOL v5)
         if view.get(key) is not None:
             view[key] = round(max(0.0, view[key] - elapsed), 1)
     return view

@@ -100,6 +100,9 @@ def test_friend_seat_goes_to_the_first_other_player_then_spectators():
 
 def test_claim_needs_a_friend_game_and_the_wait_over_on_either_turn():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
+    # PROTOCOL v5: no win before both sides have moved (abort instead).
+    assert code_of(claim, match, "alice", 0.0, NOW) == "not_allowed"
+    match = play(play(match, "alice", 4, NOW), "bob", 0, NOW)
     assert code_of(claim, match, "alice", 0.5, NOW) == "not_allowed"
     assert code_of(claim, match, "alice", None, NOW) == "not_allowed"
     assert code_of(claim, match, "carol", 0.0, NOW) == "spectator"

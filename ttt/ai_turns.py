@@ -145,7 +145,10 @@ class AiTurns:
                                   moves: tuple[int, ...]) -> None:
         """Refuse to judge the position of a live friend game the player sits in, however it
         was reached (issue 41: a pass-and-play copy made with `moves`, then analysed, was
-        the engine's help in the friend game). Reads the player's live games (capped)."""
+        the engine's help in the friend game). Reads the player's live games (capped). The
+        empty board is no game's secret: never refused."""
+        if not moves:
+            return
         board = None
         for game_id in self.store.live_games(player)[:LIVE_LOOKS]:
             match = self.store.get(game_id)
