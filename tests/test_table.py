@@ -619,7 +619,10 @@ def test_an_ultimate_game_against_the_ai_sends_the_opponent_to_the_matching_boar
     assert ana.code("move", game=game["id"], cell=40) == "occupied"
     judged = ana.ok("analyze", game=game["id"]).answer["analysis"]
     assert judged["turn"] == "X" and judged["best"]
-    assert all(0 <= m["score"] <= 1 and m["cell"] // 9 == reply % 9 for m in judged["moves"])
+    # A move the search saw too little has no score (PROTOCOL v4's honest analysis: null).
+    assert all((m["score"] is None or 0 <= m["score"] <= 1) and m["cell"] // 9 == reply % 9
+               for m in judged["moves"])
+    assert any(m["score"] is not None for m in judged["moves"])
 
 
 def test_an_ultimate_friend_game_and_its_rematch_keep_the_variant(table):
