@@ -23,147 +23,45 @@ machine (`ttt.workers.ProcessRunner`) or on other machines through a Redis queue
 
 Waiting uses `threading` primitives only: under gunicorn's gevent worker they are patched,
 so a greenlet waiting on a ticket yields the hub, and the drivers' pipes are cooperative.
-`Inline` runs the search on the caller's thread: unit tests and the command line.
+`Inline` runs the search on the caller's thread: unit tests and the command line. What a
+search is (`Task`, `Ticket`, `search`, the `Thinker` and `Runner` interfaces) is in
+`ttt.tickets`, and importable from here.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
+
+from ttt.tickets import (
+    ANALYZE_SECONDS,
+    Busy,
+    Memo,
+    Runner,
+    Task,
+    Thinker,
+    Ticket,
+    WorkerLost,
+    game_of,
+    search,
+)
 
 log = logging.getLogger("ttt.thinker")
 
-ANALYZE_SECONDS = 0.4      # an evaluation's full budget (the ultimate variant's analyze)
 MIN_SECONDS = 0.1          # the least a search is given, however long the queue
 REPLY_BOUND = 1.5          # seconds an AI reply (its wait and its search) should stay within
 ACTIVE_SECONDS = 60.0      # a prefix whose AI game asked this recently is in the rotation
 OVERHEAD = 0.05            # a search's cost beyond its budget (pipes, set-up): learnt as it runs
 RETRIES = 3                # a task whose worker died this many times is given up
 
-
-class Busy(Exception):
-    """The queue is full: the request would wait too long."""
-
-
-class WorkerLost(Exception):
-    """The worker running a task died (or went silent) before it answered."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One search: what to think about, in plain JSON-able values (it crosses processes)."""
-
-    kind: str                  # "move" | "analyze"
-    variant: str
-    moves: tuple[int, ...]
-    level: str | None = None   # a move's AI level
-    seed: int = 0              # a move's dice
-    game: str | None = None    # a move's game: its worker may keep the game's search tree
-
-    def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "variant": self.variant, "moves": list(self.moves),
-                "level": self.level, "seed": self.seed, "game": self.game}
-
-    def full_budget(self) -> float:
-        """The seconds this search gets when nobody waits."""
-        if self.kind == "analyze":
-            return ANALYZE_SECONDS
-        from ttt.variants import VARIANTS
-        return getattr(VARIANTS[self.variant].player(self.level or ""), "seconds", None) or 1.0
-
-
-def search(task: dict[str, Any], seconds: float) -> Any:
-    """Run one search (in a worker): a move's cell, or an evaluation; at most `seconds`."""
-    from ttt import mcts
-    from ttt.variants import VARIANTS
-
-    rules = VARIANTS[task["variant"]]
-    board = rules.from_moves(task["moves"])
-    if task["kind"] == "move":
-        picker = rules.player(task["level"])
-        if getattr(picker, "seconds", None):  # the ultimate levels: cap the wall-clock time
-            picker = replace(picker, seconds=min(picker.seconds, seconds))
-        if isinstance(picker, mcts.Player) and task.get("game"):  # its tree kept between moves
-            return picker.choose(board, random.Random(task["seed"]), game=task["game"],
-                                 history=task["moves"])
-        return picker.choose(board, random.Random(task["seed"]))
-    if rules.instant_ai:
-        return rules.analyze(board)
-    return mcts.analyze(board, playouts=3_000, seconds=seconds)
-
-
-@dataclass(eq=False)
-class Ticket:
-    """A search asked for: wait on it, read `result` (or `error`), see its `budget`."""
-
-    task: Task
-    owner: str
-    address: str
-    key: Hashable
-    budget: float | None = None
-    asked: float = 0.0                 # when it was queued (the scheduler's clock)
-    result: Any = None
-    error: str | None = None
-    attempts: int = 0
-    seconds: float = 0.0               # how long the search that answered took
-    callbacks: list[Callable[[Ticket], None]] = field(default_factory=list)
-    _done: threading.Event = field(default_factory=threading.Event)
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Whether it finished within `timeout` (cooperative under gevent)."""
-        return self._done.wait(timeout)
-
-
-def _game(ticket: Ticket) -> Hashable:
-    """What a search is for, to take turns inside a prefix: a move's game, a player's
-    evaluations."""
-    return ticket.key[1] if ticket.task.kind == "move" else ("analyze", ticket.owner)
-
-
-class Thinker(Protocol):
-    """What the table asks of a thinker."""
-
-    def move(self, task: Task, owner: str, address: str, game: str, rev: int,
-             on_done: Callable[[Ticket], None]) -> Ticket: ...
-    def analyze(self, task: Task, owner: str, address: str) -> Ticket: ...
-    def budget_of(self, game: str) -> float | None: ...
-    def close(self) -> None: ...
-
-
-class Runner(Protocol):
-    """One worker slot: runs a task, or raises WorkerLost if its worker died."""
-
-    def run(self, task: dict[str, Any], seconds: float) -> Any: ...
-    def close(self) -> None: ...
-
-
-class _Memo:
-    """A bounded map, oldest out first (the evaluation cache, the budgets shown)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-
-    def get(self, key: Hashable) -> Any:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: Any) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self._size:
-            self._items.popitem(last=False)
+__all__ = ["ACTIVE_SECONDS", "ANALYZE_SECONDS", "MIN_SECONDS", "OVERHEAD", "REPLY_BOUND",
+           "RETRIES", "Busy", "Inline", "Runner", "Scheduler", "Task", "Thinker", "Ticket",
+           "WorkerLost", "search"]
 
 
 class Scheduler:
@@ -189,14 +87,14 @@ class Scheduler:
         self._running: set[str] = set()          # owners with a search on a worker
         self._searching: set[str] = set()        # prefixes with a search on a worker
         self._by_key: dict[Hashable, Ticket] = {}
-        self._cache = _Memo(cache)
-        self._budgets = _Memo(10_000)
-        self._served = _Memo(10_000)             # address -> the turn it was last served
+        self._cache = Memo(cache)
+        self._budgets = Memo(10_000)
+        self._served = Memo(10_000)             # address -> the turn it was last served
         self._turn = 0
         self._drivers: list[threading.Thread] = []
         self._closed = False
         self.searches = 0                        # searches run (tests count them)
-        self._games_served = _Memo(10_000)       # game -> the turn it was last served
+        self._games_served = Memo(10_000)       # game -> the turn it was last served
         self._active: dict[str, float] = {}      # prefix -> when its slow AI game last asked
         self._overhead = OVERHEAD
         # The crowd's figures (the metrics read them): searches given less than their level's
@@ -206,7 +104,7 @@ class Scheduler:
         self.evaluations_refused = 0             # evaluations refused past capacity
         self.on_wait: Callable[[float], None] = lambda seconds: None
         self.failed: dict[str, int] = {}         # searches failed, by cause (the metrics')
-        self._homes = _Memo(10_000)              # game -> the runner that keeps its tree
+        self._homes = Memo(10_000)              # game -> the runner that keeps its tree
         self._busy: set[Any] = set()             # runners running a search now
 
     # --- asking ------------------------------------------------------------------------------
@@ -335,7 +233,7 @@ class Scheduler:
         self._route(ticket, runner)
         self._turn += 1
         self._served.put(address, self._turn)
-        self._games_served.put(_game(ticket), self._turn)
+        self._games_served.put(game_of(ticket), self._turn)
         line = self._queues[address]
         line.remove(ticket)
         if not line:
@@ -375,7 +273,7 @@ class Scheduler:
                 continue
             free = [t for t in line if t.owner not in self._running and self._routed(t, runner)]
             if free:
-                ticket = min(free, key=lambda t: self._games_served.get(_game(t)) or 0)
+                ticket = min(free, key=lambda t: self._games_served.get(game_of(t)) or 0)
                 ready.append((self._served.get(address) or 0, address, ticket))
         return ready
 
