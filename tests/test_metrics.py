@@ -357,17 +357,18 @@ def test_the_shipped_prometheus_config_passes_promtool(tmp_path):
 
 
 def test_timings_count_as_the_library_histogram_does() -> None:
-    """issue 28: `_Timings` folds observations in batches; a scrape sees every one of them in
+    """issue 28: `Timings` folds observations in batches; a scrape sees every one of them in
     the same buckets and sum as prometheus_client's own Histogram."""
     import random
 
     from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-    from ttt.web.ops.metrics import STORE_BUCKETS, _Timings
+    from ttt.web.ops.collectors import Timings
+    from ttt.web.ops.metrics import STORE_BUCKETS
 
     plain = Histogram("plain_seconds", "h", ["operation"], buckets=STORE_BUCKETS,
                       registry=CollectorRegistry())
-    fast = _Timings("plain_seconds", "h", ["operation"], buckets=STORE_BUCKETS,
+    fast = Timings("plain_seconds", "h", ["operation"], buckets=STORE_BUCKETS,
                     registry=CollectorRegistry())
     dice = random.Random(3)
     amounts = [*STORE_BUCKETS[:-1], 0.0, 100.0] + [dice.expovariate(500) for _ in range(700)]
@@ -392,15 +393,15 @@ def test_timings_count_as_the_library_histogram_does() -> None:
 
 
 def test_event_counts_fold_into_the_library_counter_across_threads() -> None:
-    """issue 28: an event's count (`_Labelled`) is one append, folded at each scrape and
+    """issue 28: an event's count (`Labelled`) is one append, folded at each scrape and
     every FOLD_AT counts; eight threads counting at once lose none, and a scrape sees all."""
     import threading
 
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from ttt.web.ops.metrics import _Labelled
+    from ttt.web.ops.collectors import Labelled
 
-    events = _Labelled("plain_events", "c", ["event", "result"], registry=CollectorRegistry())
+    events = Labelled("plain_events", "c", ["event", "result"], registry=CollectorRegistry())
     per_thread = 1000  # each thread passes FOLD_AT a few times: folds race with appends
 
     def count(result: str) -> None:

@@ -13,8 +13,8 @@ errors (`unhandled(where)`) are counted process-wide, wherever they happen.
 Cost on the hot path (issue 32): a store call is timed into `ttt_store_seconds{operation}`,
 one perf_counter pair and one observation into a child looked up once per operation name
 (about a microsecond a call; `python -m bench.metrics_cost` measures it). The event and store
-histograms are `_Timings`: an observation is one deque append, folded into the buckets in
-batches and at each scrape (issue 28).
+histograms are `Timings` (ttt.web.ops.collectors): an observation is one deque append, folded
+into the buckets in batches and at each scrape (issue 28).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import hmac
 import logging
 import math
 import time
-from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,11 +41,12 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ttt import build, loglines
-from ttt.store import KINDS, StoreUnavailable
+from ttt.store import StoreUnavailable
+from ttt.web.ops.collectors import Collected, Crowd, Labelled, Live, Timings
 
 log = logging.getLogger("ttt.metrics")
 
@@ -85,62 +84,9 @@ PROBES = ("/healthz", "/readyz")
 PROBE_FAILURES = Counter("ttt_probe_failures", "Health probes answered 503 (a part down, "
                          "starting or draining), by probe.", ["probe"], registry=None)
 REFUSAL_REASONS = ("full", "address", "session", "player")
-# Why an AI search failed (ttt.thinker.Scheduler.failed): its worker died (it is tried again),
-# it was given up after its retries, or it raised.
-SEARCH_FAILURES = ("worker_lost", "gave_up", "error")
 
 
-class _Crowd(Collector):
-    """The thinker's crowd figures, read at scrape time (issue 33)."""
-
-    thinker: Any = None
-
-    def describe(self) -> Iterator[Any]:
-        return iter(())
-
-    def collect(self) -> Iterator[Any]:
-        if self.thinker is None:
-            return
-        yield CounterMetricFamily("ttt_ai_reduced_budgets", "AI moves searched for less than "
-                                  "their level's time (a crowd).",
-                                  value=getattr(self.thinker, "reduced", 0))
-        yield CounterMetricFamily("ttt_ai_busy_new_games", "New AI games refused busy past the "
-                                  "AI's capacity.",
-                                  value=getattr(self.thinker, "crowded_refusals", 0))
-        capacity = getattr(self.thinker, "capacity", None)
-        if capacity is not None:
-            yield GaugeMetricFamily("ttt_ai_capacity", "Address prefixes the AI's rotation "
-                                    "holds within its reply bound.", value=capacity())
-        failed = getattr(self.thinker, "failed", None)
-        if failed is not None:
-            family = CounterMetricFamily("ttt_ai_searches_failed", "AI searches that failed, "
-                                         "by cause (worker_lost: its worker died, tried again; "
-                                         "gave_up: after its retries; error: it raised).",
-                                         labels=["cause"])
-            for cause in SEARCH_FAILURES:
-                family.add_metric([cause], failed.get(cause, 0))
-            yield family
-        yield from _workers(self.thinker)
-
-
-def _workers(thinker: Any) -> Iterator[Any]:
-    """ttt_ai_workers{where} and ttt_ai_worker_restarts_total, read from the pool."""
-    from ttt import workers
-
-    live = workers.live_workers(thinker)
-    if live is None:
-        return
-    family = GaugeMetricFamily("ttt_ai_workers", "AI worker processes alive (local: this "
-                               "process's; remote: on the queue, -1 when it cannot be read).",
-                               labels=["where"])
-    for where in ("local", "remote"):
-        family.add_metric([where], live.get(where, 0))
-    yield family
-    yield CounterMetricFamily("ttt_ai_worker_restarts", "Local AI worker processes started "
-                              "again after one died.", value=workers.restarts(thinker))
-
-
-AI_CROWD = _Crowd()
+AI_CROWD = Crowd()
 
 
 def observe_search(seconds: float) -> None:
@@ -179,24 +125,24 @@ class Metrics:
         r = self.registry
         # Collected first, so a store error while reading the live games shows in this very
         # scrape's ttt_store_errors_total, not the next one's.
-        self._live = _Live(self)
+        self._live = Live(self)
         r.register(self._live)
-        self.events = _Labelled("ttt_events", "Socket.IO events handled, by name and result code "
-                              "(ok or the refusal's code).", ["event", "result"], registry=r)
-        self.latency = _Timings("ttt_event_seconds", "Time to answer one event.", ["event"],
-                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.events = Labelled("ttt_events", "Socket.IO events handled, by name and result code "
+                               "(ok or the refusal's code).", ["event", "result"], registry=r)
+        self.latency = Timings("ttt_event_seconds", "Time to answer one event.", ["event"],
+                                buckets=LATENCY_BUCKETS, registry=r)
         # Counted on every new game and every game's end: batched as the events are.
-        self.started = _Labelled("ttt_games_started", "Games this process created.",
-                                 ["mode", "variant"], registry=r)
-        self.finished = _Labelled("ttt_games_finished", "Games that ended by a change this "
-                                  "process made.", ["mode", "variant"], registry=r)
+        self.started = Labelled("ttt_games_started", "Games this process created.",
+                                ["mode", "variant"], registry=r)
+        self.finished = Labelled("ttt_games_finished", "Games that ended by a change this "
+                                 "process made.", ["mode", "variant"], registry=r)
         self.store_errors = Counter("ttt_store_errors", "Store calls that failed (store "
                                     "unreachable), by operation.", ["operation"], registry=r)
         self.draining = Gauge("ttt_draining", "1 while this process drains before it exits.",
                               registry=r)
-        self.store_seconds = _Timings("ttt_store_seconds", "Time of one store call, by "
-                                       "operation (failed calls included).", ["operation"],
-                                       buckets=STORE_BUCKETS, registry=r)
+        self.store_seconds = Timings("ttt_store_seconds", "Time of one store call, by "
+                                      "operation (failed calls included).", ["operation"],
+                                      buckets=STORE_BUCKETS, registry=r)
         self.store_timers: dict[str, Any] = {}  # operation -> its histogram child
         Info("ttt_build", "The running code: package version and git commit.",
              registry=r).info({"version": build.version(), "commit": build.commit()})
@@ -204,7 +150,7 @@ class Metrics:
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         GCCollector(registry=r)
-        r.register(_Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, AI_CROWD, REFUSED,
+        r.register(Collected(lambda: (AI_SEARCH, AI_QUEUE, AI_WAIT, AI_CROWD, REFUSED,
                                        UNHANDLED, SERVER_ERRORS, PROBE_FAILURES)))
         self.connection_cap = Gauge("ttt_connections_max", "Socket.IO requests in flight this "
                                     "process takes before it refuses (TTT_MAX_OPEN_CONNECTIONS, "
@@ -234,152 +180,6 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text format."""
         return generate_latest(self.registry)
-
-
-class _Batched:
-    """Amounts that wait in a deque and are folded into the metric in batches (`_add`): at
-    every scrape (`_child_samples`, so a scrape sees every amount queued before it) and every
-    `FOLD_AT` amounts (so the deque stays small with nobody scraping). Safe across threads:
-    deque's append and popleft are atomic, so two folds never take one amount twice and an
-    append during a fold is taken by it or by the next one; the folded sums go through the
-    library's own locked `inc`. Issue 28: an event's count and timings are one append each."""
-
-    FOLD_AT = 256
-    _pending: deque | None = None  # a labelled parent has none: it counts nothing itself
-
-    def _metric_init(self) -> None:
-        super()._metric_init()  # type: ignore[misc]
-        self._pending = deque()
-
-    def _queue(self, amount: float) -> None:
-        pending = self._pending
-        pending.append(amount)  # type: ignore[union-attr]
-        if len(pending) >= self.FOLD_AT:  # type: ignore[arg-type]
-            self._fold()
-
-    def _fold(self) -> None:
-        pending, taken = self._pending, []
-        if not pending:
-            return
-        try:
-            while True:
-                taken.append(pending.popleft())
-        except IndexError:  # emptied (by this fold or one in another thread)
-            pass
-        if taken:
-            self._add(taken)
-
-    def _add(self, amounts: list[float]) -> None:
-        raise NotImplementedError
-
-    def _child_samples(self) -> Any:
-        self._fold()
-        return super()._child_samples()  # type: ignore[misc]
-
-
-class _Labelled(_Batched, Counter):
-    """A counter whose children are kept by their label values in a plain dict: counted on
-    every event, it skips prometheus_client's lock and label checks after the first time
-    (issue 28). Children are never removed here, so the dict never goes stale."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._known: dict[tuple, Any] = {}
-
-    def labels(self, *values: Any, **named: Any) -> Any:
-        if named or not values:
-            return super().labels(*values, **named)
-        child = self._known.get(values)
-        if child is None:
-            child = self._known[values] = super().labels(*values)
-        return child
-
-    def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
-        """One append (`_Batched`): a child's count is folded into its value in batches."""
-        if self._pending is None or exemplar or amount < 0:
-            super().inc(amount, exemplar)  # a parent raises, as the library's
-            return
-        self._queue(amount)
-
-    def _add(self, amounts: list[float]) -> None:
-        self._value.inc(sum(amounts))
-
-
-class _Timings(_Batched, Histogram):
-    """A histogram whose observation is one append (issue 28: every event and every store
-    call is timed, and prometheus_client's `observe` takes two locks and walks the buckets).
-    The observations are folded into the buckets in batches (`_Batched`); exemplars take the
-    library's path."""
-
-    def observe(self, amount: float, exemplar: dict[str, str] | None = None) -> None:
-        if self._pending is None or exemplar:
-            super().observe(amount, exemplar)  # a parent raises, as the library's
-            return
-        self._queue(amount)
-
-    def _add(self, amounts: list[float]) -> None:
-        bounds = self._upper_bounds
-        counts = [0] * len(bounds)
-        for amount in amounts:
-            # The first bucket with amount <= bound, as Histogram.observe picks it.
-            at = bisect_left(bounds, amount)
-            if at < len(counts):
-                counts[at] += 1
-        self._sum.inc(sum(amounts))
-        for at, count in enumerate(counts):
-            if count:
-                self._buckets[at].inc(count)
-
-
-class _Collected(Collector):
-    """Collect metrics that live outside this registry."""
-
-    def __init__(self, metrics: Callable[[], tuple]) -> None:
-        self.metrics = metrics
-
-    def collect(self) -> Iterator[Any]:
-        for metric in self.metrics():
-            yield from metric.collect()
-
-
-class _Live(Collector):
-    """Figures read at scrape time: connections and players here, live games in the store."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-        self.connections: Callable[[], tuple[int, int]] | None = None  # set by watch_live
-        self.live: Callable[[], dict[tuple[str, str], int]] | None = None
-        # The last counts read: served again (NaN before any) while the store is unreachable,
-        # so the series never vanish from a dashboard during an outage; ttt_store_up says so.
-        self.last: dict[tuple[str, str], float] = dict.fromkeys(KINDS, math.nan)
-
-    def describe(self) -> Iterator[Any]:
-        return iter(())  # read at scrape time only: nothing to check at registration
-
-    def collect(self) -> Iterator[Any]:
-        if self.connections is None or self.live is None:
-            return
-        sockets, players = self.connections()
-        yield GaugeMetricFamily("ttt_connections", "Socket.IO connections open on this "
-                                "process.", value=sockets)
-        yield GaugeMetricFamily("ttt_connected_players", "Players with at least one connection "
-                                "on this process.", value=players)
-        up = 1
-        try:
-            self.last = {**self.last, **self.live()}
-        except StoreUnavailable:  # the last figures this time; the rest is served
-            self.metrics.store_errors.labels("count_live_by_kind").inc()
-            up = 0
-        yield GaugeMetricFamily("ttt_store_up", "1 when this scrape could read the store, 0 "
-                                "when it could not (ttt_live_games then repeats its last "
-                                "value).", value=up)
-        # The shared store's counts, the same on every process: `max by (mode, variant)`
-        # across processes, `sum` across kinds for the total. Every kind, zeros included.
-        live = GaugeMetricFamily("ttt_live_games", "Games in play in the store, by mode and "
-                                 "variant.", labels=["mode", "variant"])
-        for (mode, variant), count in self.last.items():
-            live.add_metric([mode, variant], count)
-        yield live
 
 
 class _Parts(Collector):
