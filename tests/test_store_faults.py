@@ -58,7 +58,7 @@ def test_a_full_store_raises_unavailable_and_recovers(tmp_path, monkeypatch):
 
 
 def test_a_rollback_after_sqlite_rolled_back_is_not_attempted(tmp_path):
-    from ttt.store.sqlite import rollback_if_open
+    from ttt.store.sqlite_faults import rollback_if_open
 
     conn = sqlite3.connect(tmp_path / "r.sqlite3", isolation_level=None)
     rollback_if_open(conn)  # no transaction: nothing raised

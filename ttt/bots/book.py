@@ -38,7 +38,7 @@ from ttt.bots.book_rules import (
 )
 from ttt.bots.names import check_not_posing
 from ttt.store import StoreUnavailable
-from ttt.store.sqlite import rollback_if_open, unavailable
+from ttt.store.sqlite_faults import rollback_if_open, unavailable
 from ttt.store.sqlite_pool import Connections
 
 

@@ -17,10 +17,8 @@ import os
 import secrets
 import sqlite3
 import threading
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 from ttt.match import Match
 from ttt.store import codec
@@ -29,27 +27,19 @@ from ttt.store.base import (
     Caps,
     Change,
     Credit,
-    Profile,
     StoreUnavailable,
     Update,
     add_credits,
     as_update,
     by_kind,
-    empty_record,
 )
+from ttt.store.sqlite_faults import Use, begin_write, rollback_if_open
+from ttt.store.sqlite_players import LIVE_OF, PLAYED_TABLE, SqlitePlayers
 from ttt.store.sqlite_pool import Connections
 from ttt.store.sqlite_schema import migrate
 
 #: Games whose last written state this process keeps, to change without reading them back.
 CACHED_GAMES = 4096
-LIVE_OF = ("SELECT id FROM games WHERE live = 1 AND seat_x = :p "
-           "UNION SELECT id FROM games WHERE live = 1 AND seat_o = :p")
-# Everything a new game reads of its player, in one statement (one row, even for a player
-# with no row yet): name, current game, record, live games (ids never hold a space).
-PROFILE = ("SELECT (SELECT name FROM players WHERE id = :p), "
-           "(SELECT current FROM players WHERE id = :p), "
-           "(SELECT record FROM players WHERE id = :p), "
-           f"(SELECT group_concat(id, ' ') FROM ({LIVE_OF}))")
 # Read from the covering partial index games_live_kind alone: no game row is visited.
 LIVE_BY_KIND = ("SELECT mode, variant, COUNT(*) FROM games WHERE live = 1 "
                 "GROUP BY mode, variant")
@@ -72,16 +62,9 @@ CLAIM_ID = "INSERT OR IGNORE INTO beats (name, at) VALUES ('store-id', ?)"
 READ_ID = "SELECT at FROM beats WHERE name = 'store-id'"
 
 
-# Who has made a move (issue 41), one row each; forgotten with the player's profile.
-PLAYED_TABLE = "CREATE TABLE IF NOT EXISTS played (id TEXT PRIMARY KEY)"
-
-
-def _record_of(text: str | None) -> dict[str, dict[str, int]]:
-    """A player's stored record (levels added since it was written read as no games)."""
-    return {**empty_record(), **codec.loads(text)} if text else empty_record()
-
-class SqliteStore:
-    """A small pool of connections to one database file."""
+class SqliteStore(SqlitePlayers):
+    """A small pool of connections to one database file (its players' rows:
+    `ttt.store.sqlite_players`; its faults: `ttt.store.sqlite_faults`)."""
 
     def __init__(self, path: str, pool_size: int = 8) -> None:
         self.path = path
@@ -136,12 +119,12 @@ class SqliteStore:
         row = conn.execute(READ_ID).fetchone()
         return row is not None and row[0] == self.identity
 
-    def _conn(self) -> _Use:
+    def _conn(self) -> Use:
         """A pooled connection for a `with` block; SQLite's "cannot do it now" errors (disk
         full, read-only, I/O, locked, cannot open) raised in the block become
         StoreUnavailable: players get `unavailable` and /healthz 503, not `internal` for a
         bug."""
-        return _Use(self)
+        return Use(self)
 
     # mode and variant never change: written by the INSERT, never by a move's UPDATE (which
     # sets only the columns that changed).
@@ -165,7 +148,7 @@ class SqliteStore:
     def create(self, match: Match, caps: Caps | None = None) -> None:
         row = (*self._row(match), match.id)  # built before the lock: only SQL runs under it
         with self._write_lock, self._conn() as conn:
-            _begin_write(conn)
+            begin_write(conn)
             try:
                 if caps:  # counted inside the write transaction: parallel creates cannot race
                     self._check(conn, match, caps)
@@ -319,7 +302,7 @@ class SqliteStore:
 
     def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
         with self._write_lock, self._conn() as conn:
-            _begin_write(conn)
+            begin_write(conn)
             try:
                 row = conn.execute("SELECT at FROM beats WHERE name = 'up'").fetchone()
                 now = clock()
@@ -354,58 +337,6 @@ class SqliteStore:
         with self._write_lock, self._conn() as conn:
             conn.execute("DELETE FROM games WHERE id = ?", (game_id,))
             self._cache.pop(game_id, None)
-
-    @staticmethod
-    def _read_record(conn: sqlite3.Connection, player_id: str) -> dict[str, dict[str, int]]:
-        row = conn.execute("SELECT record FROM players WHERE id = ?", (player_id,)).fetchone()
-        return _record_of(row[0] if row else None)
-
-    def record(self, player_id: str) -> dict[str, dict[str, int]]:
-        with self._conn() as conn:
-            return self._read_record(conn, player_id)
-
-    def current(self, player_id: str) -> str | None:
-        with self._conn() as conn:
-            row = conn.execute("SELECT current FROM players WHERE id = ?",
-                               (player_id,)).fetchone()
-        return row[0] if row else None
-
-    def set_current(self, player_id: str, game_id: str) -> None:
-        with self._conn() as conn:
-            conn.execute(
-                "INSERT INTO players (id, current, seen) VALUES (?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET current = excluded.current, seen = excluded.seen",
-                (player_id, game_id, time.time()))
-
-    def name(self, player_id: str) -> str | None:
-        with self._conn() as conn:
-            row = conn.execute("SELECT name FROM players WHERE id = ?", (player_id,)).fetchone()
-        return row[0] if row else None
-
-    def profile(self, player_id: str) -> Profile:
-        with self._conn() as conn:
-            name, current, record, live = conn.execute(PROFILE, {"p": player_id}).fetchone()
-        return Profile(name, current, _record_of(record), sorted(live.split()) if live else [])
-
-    def set_name(self, player_id: str, name: str) -> None:
-        with self._conn() as conn:
-            conn.execute(
-                "INSERT INTO players (id, name, seen) VALUES (?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET name = excluded.name, seen = excluded.seen",
-                (player_id, name, time.time()))
-
-    def mark_played(self, player_id: str) -> None:
-        with self._conn() as conn:
-            conn.execute("INSERT OR IGNORE INTO played (id) VALUES (?)", (player_id,))
-
-    def played(self, player_id: str) -> bool:
-        with self._conn() as conn:
-            return conn.execute("SELECT 1 FROM played WHERE id = ?",
-                                (player_id,)).fetchone() is not None
-
-    def live_games(self, player_id: str) -> list[str]:
-        with self._conn() as conn:
-            return sorted(row[0] for row in conn.execute(LIVE_OF, {"p": player_id}))
 
     def live_ids(self) -> list[str]:
         with self._conn() as conn:
@@ -482,7 +413,7 @@ class SqliteStore:
             if self._write_failed:
                 with self._write_lock, self._conn() as conn:
                     for probe in (PROBE_WRITE, PROBE_FREE):
-                        _begin_write(conn)
+                        begin_write(conn)
                         try:
                             conn.execute(probe)
                             conn.execute("COMMIT")
@@ -497,77 +428,3 @@ class SqliteStore:
 
     def close(self) -> None:
         self._pool.close()
-
-
-# SQLite's primary result codes that mean "the file cannot be used now", not a bug.
-SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY = 5, 6, 7, 8
-SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL = 10, 13, 14, 15
-UNAVAILABLE = {SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_IOERR,
-               SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL}
-WRITE_FAULTS = {SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN}
-
-
-def _primary(error: sqlite3.Error) -> int | None:
-    code = getattr(error, "sqlite_errorcode", None)
-    return None if code is None else code & 0xFF
-
-
-def unavailable(error: BaseException) -> bool:
-    """Whether a SQLite error says the store cannot be used now (a full or read-only disk,
-    an I/O error, a lock held too long), rather than a bug in a statement."""
-    return isinstance(error, sqlite3.Error) and _primary(error) in UNAVAILABLE
-
-
-def rollback_if_open(conn: sqlite3.Connection) -> None:
-    """Undo the open transaction, if SQLite has not already: on a full disk or an I/O error
-    it rolls back by itself, and a second ROLLBACK raised "cannot rollback - no transaction
-    is active", hiding the error that mattered."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):  # the error being raised is the one to see
-            conn.execute("ROLLBACK")
-
-
-def _begin_write(conn: sqlite3.Connection) -> None:
-    """Open a write transaction now (BEGIN IMMEDIATE); a locked file is StoreUnavailable."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        raise StoreUnavailable(str(error)) from error
-
-
-class _Use:
-    """`with store._conn() as conn:` (a class, not a generator: it is on every store call's
-    path, issue 28)."""
-
-    __slots__ = ("_store", "_conn")
-
-    def __init__(self, store: SqliteStore) -> None:
-        self._store = store
-        self._conn: sqlite3.Connection | None = None
-
-    def __enter__(self) -> sqlite3.Connection:
-        try:
-            self._conn = conn = self._store._pool.get()
-        except sqlite3.Error as error:  # cannot open the file
-            self._fault(error)
-            raise
-        return conn
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: Any) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            self._store._pool.put(conn)
-        if error is not None:
-            self._fault(error)
-
-    def _fault(self, error: BaseException) -> None:
-        """Note a write fault; raise StoreUnavailable for SQLite's "cannot do it now"."""
-        if isinstance(error, StoreUnavailable):  # already said (a lock, BEGIN)
-            cause = error.__cause__
-            if isinstance(cause, sqlite3.Error) and _primary(cause) in WRITE_FAULTS:
-                self._store._write_failed = True
-        elif isinstance(error, sqlite3.Error) and unavailable(error):
-            if _primary(error) in WRITE_FAULTS:
-                self._store._write_failed = True
-            raise StoreUnavailable(f"the SQLite store: {error}") from error
