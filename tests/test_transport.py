@@ -243,6 +243,9 @@ LOSE: dict[str, Callable[[pytest.MonkeyPatch, socketio.Server], None]] = {
     # A version whose emit no longer reads ignore_queue (the hub's split pushes would go
     # round the queue again, to every process).
     "PubSubManager.emit(ignore_queue=True)": lambda mp, s: _queue_emit_without_ignore(mp),
+    # A version whose frames are named otherwise (a client's bad packet logged as our bug).
+    "Server._handle_connect/_handle_eio_message": lambda mp, s: mp.delattr(
+        socketio.Server, "_handle_connect"),
 }
 
 
@@ -348,7 +351,8 @@ def test_a_built_app_is_guarded():
 ADAPTER = ROOT / "ttt" / "web" / "transport" / "engine_hooks.py"
 #: What engine_hooks.py reaches into, by name, as an attribute or a getattr string.
 HOOK_NAMES = ("_async", "_handle_event_internal", "_handle_emit", "_websocket_handler",
-              "sockets", "upgrading", "manager_initialized", "get_participants")
+              "sockets", "upgrading", "manager_initialized", "get_participants",
+              "_handle_connect", "_handle_eio_message")
 #: Those, an underscore attribute of anything named like a server, engine, manager or
 #: socket, the manager's rooms, a patched disconnect, and the queue-skipping emit keyword.
 PRIVATE = re.compile(
@@ -383,6 +387,23 @@ def test_the_scan_sees_what_the_old_guard_did(line):
 def test_no_module_but_the_adapter_touches_engineio_or_socketio_internals():
     found = [use for path in sorted((ROOT / "ttt").rglob("*.py")) if path != ADAPTER
              for use in private_uses(path)]
+    assert found == [], "\n".join(found)
+
+
+def test_no_module_but_the_adapter_names_a_private_function_of_the_libraries():
+    """python-socketio's and python-engineio's own `_handle_...` functions (a traceback's
+    frames are classified by them) are named in the adapter alone."""
+    import engineio
+
+    defined = {name for package in (socketio, engineio)
+               for source in Path(package.__file__).parent.rglob("*.py")
+               for name in re.findall(r"def (_handle_\w+)", source.read_text())}
+    assert {"_handle_connect", "_handle_eio_message"} <= defined  # the scan reads them
+    named = re.compile(r"\b(?:" + "|".join(sorted(defined)) + r")\b")
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in sorted((ROOT / "ttt").rglob("*.py")) if path != ADAPTER
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if named.search(line)]
     assert found == [], "\n".join(found)
 
 

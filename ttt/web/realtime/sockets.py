@@ -12,6 +12,7 @@ from socketio import packet as socketio_packet
 
 from ttt.web.extensions import keep_socketio
 from ttt.web.ops.metrics import refused_connection
+from ttt.web.transport import engine_hooks
 from ttt.web.transport.admission import Admission
 
 
@@ -84,20 +85,17 @@ class _NoClientTracebacks(logging.Filter):
 def _closed_while_connecting(error: BaseException, tb: Any) -> bool:
     """A KeyError raised in python-socketio's own connect handling: the session it looked up
     was closed meanwhile."""
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return (isinstance(error, KeyError) and tb is not None
-            and tb.tb_frame.f_code.co_name == "_handle_connect"
-            and "socketio" in tb.tb_frame.f_code.co_filename)
+    return isinstance(error, KeyError) and engine_hooks.failed_step(tb) == "connect"
 
 
 def _in_decode(tb: Any) -> bool:
     """Whether the exception was raised while decoding a packet (the client's bytes), or
     raised by python-socketio's packet dispatch itself for a packet type a client may not
     send (a CONNECT_ERROR, an unknown type): both are the client's bytes, not our bug."""
+    if engine_hooks.failed_step(tb) == "dispatch":
+        return True
     while tb is not None:
-        name = tb.tb_frame.f_code.co_name
-        if name == "decode" or (name == "_handle_eio_message" and tb.tb_next is None):
+        if tb.tb_frame.f_code.co_name == "decode":
             return True
         tb = tb.tb_next
     return False

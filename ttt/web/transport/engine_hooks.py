@@ -89,7 +89,23 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
      lambda server: _participants_hook(server)),
     ("python-socketio", "PubSubManager.emit(ignore_queue=True)",
      lambda server: _ignore_queue_hook(server)),
+    ("python-socketio", "Server._handle_connect/_handle_eio_message",
+     lambda server: all(callable(getattr(server, name, None)) for name in STEPS)),
 )
+
+#: python-socketio's steps a traceback may end in (`failed_step`), by their functions' names.
+STEPS = {"_handle_connect": "connect", "_handle_eio_message": "dispatch"}
+
+
+def failed_step(tb: Any) -> str | None:
+    """Which step of python-socketio's packet handling a traceback ends in, by its innermost
+    frame, the library's own: "connect" (Server._handle_connect), "dispatch"
+    (Server._handle_eio_message), or None (somewhere else)."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or "socketio" not in tb.tb_frame.f_code.co_filename:
+        return None
+    return STEPS.get(tb.tb_frame.f_code.co_name)
 
 
 def _participants_hook(server: Any) -> bool:
