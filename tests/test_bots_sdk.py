@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
+import ttt.bots.sdk
+from ttt.bots import bundle
 from ttt.bots.sdk import Mover, Runner, draw_board, explain, judge
+from ttt.web.http.botpages import SDK_DEFAULT
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class FakeApi:
@@ -105,6 +115,7 @@ def test_the_traceback_starts_at_the_programs_own_frames():
     assert cell is None and problem.kind == "IndexError"
     assert problem.text.startswith("Traceback") and "in move" in problem.text
     assert "_ask" not in problem.text  # the SDK's own frames are left out
+    assert "bots/sdk" not in problem.text  # whichever of its parts they are in
 
 
 def test_a_failed_move_resigns_that_game_and_counts_the_error():
@@ -141,7 +152,7 @@ def test_the_child_process_is_stopped_when_move_takes_too_long(tmp_path):
         # Where it was stuck: the program's own line, none of the SDK's frames (issue 40).
         assert "it was here:" in problem.text and "slowbot.py\", line 5, in move" in \
             problem.text and "time.sleep(60)" in problem.text, problem.text
-        assert "sdk.py" not in problem.text
+        assert "sdk.py" not in problem.text and "bots/sdk" not in problem.text
         assert mover({"board": "." * 9, "legal": [5]}, 20) == (5, None)  # a new child plays on
     finally:
         mover.close()
@@ -156,3 +167,35 @@ def test_a_bad_return_gets_the_hint_that_fits():
         cell, problem = judge(game, returned)
         assert cell is None and hint in problem.text, (returned, problem.text)
     assert judge(game, 4) == (4, None)
+
+
+def test_the_served_sdk_is_the_one_file_built_from_its_parts(client):
+    served = client.get("/bots/sdk.py", base_url="https://ttt.example.org").get_data(as_text=True)
+    built = bundle.build()
+    assert built.count(SDK_DEFAULT) == 1  # the line the site writes its address on
+    assert served == built.replace(SDK_DEFAULT, 'DEFAULT_SERVER = "https://ttt.example.org"')
+    # Every part is in it, in order, and none of their imports of each other.
+    at = [served.index(f"(ttt/bots/sdk/{part}.py)") for part in ttt.bots.sdk.PARTS]
+    assert at == sorted(at)
+    assert not [line for line in served.splitlines() if "import ttt" in line
+                or line.lstrip().startswith("from ttt")]
+
+
+def test_the_one_file_runs_with_the_standard_library_alone_and_has_every_name(client, tmp_path):
+    """`python -I -S sdk.py` in a folder with no ttt: its help, every name the package exports,
+    and a practice game played to its end (`--local` needs no server)."""
+    (tmp_path / "sdk.py").write_bytes(client.get("/bots/sdk.py").get_data())
+    shutil.copy(ROOT / "examples" / "bots" / "minimax.py", tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-I", "-S", *args], cwd=tmp_path, text=True,
+                              capture_output=True, timeout=120)
+
+    shown = run("sdk.py", "--help")
+    assert shown.returncode == 0 and "--token-file" in shown.stdout, shown.stderr
+    names = run("-c", "import json, runpy; print(json.dumps(sorted(runpy.run_path('sdk.py'))))")
+    assert names.returncode == 0, names.stderr
+    assert set(ttt.bots.sdk.__all__) - {"PARTS"} <= set(json.loads(names.stdout))
+    played = run("sdk.py", "minimax.py", "--local", "--games", "2", "--opponent", "ai:hard")
+    assert played.returncode == 0, played.stderr
+    assert json.loads(played.stdout)["draws"] == 2  # perfect play against perfect play

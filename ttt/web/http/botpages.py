@@ -25,8 +25,7 @@ from flask import (
 )
 from flask_babel import gettext as _
 
-import ttt.bots.sdk
-from ttt.bots import Bot, BotError, check_name
+from ttt.bots import Bot, BotError, bundle, check_name
 from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.match import SIDES
 from ttt.replies import N_
@@ -77,8 +76,8 @@ SDK_DEFAULT = 'DEFAULT_SERVER = "http://127.0.0.1:5000"'
 
 
 def stamped_sdk(site: str) -> str:
-    """The SDK's text with this site's address as its default `--server`."""
-    text = Path(ttt.bots.sdk.__file__).read_text(encoding="utf-8")
+    """The SDK's one file with this site's address as its default `--server`."""
+    text = bundle.build()
     if SDK_DEFAULT not in text:  # the line moved: serve it as it is rather than break it
         return text
     return text.replace(SDK_DEFAULT, f"DEFAULT_SERVER = {json.dumps(site)}", 1)
