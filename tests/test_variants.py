@@ -23,8 +23,8 @@ def test_variants_are_found_by_name():
 
 
 def test_each_variant_builds_its_own_board():
-    assert CLASSIC.new_board() == Board() and CLASSIC.cells == 9
-    assert ULTIMATE.new_board() == UltimateBoard() and ULTIMATE.cells == 81
+    assert CLASSIC.from_moves([]) == Board() and CLASSIC.cells == 9
+    assert ULTIMATE.from_moves([]) == UltimateBoard() and ULTIMATE.cells == 81
     assert str(CLASSIC.from_moves([4, 0])) == "O...X...."
     assert ULTIMATE.from_moves([40, 36]) == UltimateBoard().play(40).play(36)
     with pytest.raises(IllegalMove):

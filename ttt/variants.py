@@ -57,10 +57,6 @@ class Variant:
     instant_ai: bool                            # the AI answers in microseconds (inside a
                                                 # store transaction), not in about a second
 
-    def new_board(self) -> GameBoard:
-        """The empty board."""
-        return self.board()
-
     def from_moves(self, moves: Sequence[int]) -> GameBoard:
         """The board after these cells; the rules' IllegalMove (a ValueError) for a bad one."""
         return self.board.from_moves(list(moves))
