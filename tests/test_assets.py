@@ -112,7 +112,7 @@ def test_scripts_are_served_without_their_whole_line_comments_and_nothing_else(c
     import re
     from pathlib import Path
 
-    from ttt.web.http.pages import _SCRIPT_COMMENTS
+    from ttt.web.http.gzipping import _SCRIPT_COMMENTS
 
     sample = b"a();\n  // gone\n/** gone\n * too */\nb(); /* kept */\n/* x */ c();\nd();\n"
     assert _SCRIPT_COMMENTS.sub(b"", sample) == b"a();\nb(); /* kept */\n/* x */ c();\nd();\n"
