@@ -2,7 +2,8 @@
 // mistakes asked for) once a game is over, stepping through it on the board, and a practice
 // game from just before a mistake. The verdicts come from the server.
 import { sidesOf, t } from "./squares.js";
-import { isolate, nameAt, summarize } from "./words.js";
+import { summarize } from "./results.js";
+import { isolate, nameAt } from "./words.js";
 
 /** Who sat where, for the review's mistakes: {X: "You", O: "AI"}; watchers see names. */
 function sideNames(game) {

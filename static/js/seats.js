@@ -1,6 +1,7 @@
 // The two seats above the board (names, whose turn, who won, who is online) and the line under
 // them (the running score, how many watch). The player's own name is edited on its seat.
-import { isBot, isolate, nameAt, scoreWords, seatName } from "./words.js";
+import { scoreWords } from "./results.js";
+import { isBot, isolate, nameAt, seatName } from "./words.js";
 import { t, tn } from "./squares.js";
 
 const PRESENCE_WORDS = { online: t("online"), offline: t("away"), open: t("seat open") };
