@@ -139,6 +139,72 @@ def test_metrics_are_not_public_through_the_front(stack):
     assert "ttt_events_total" in backends[0].metrics()
 
 
+def front_lines(work: Path) -> list[dict]:
+    """nginx's JSON access lines for the site (deploy/nginx.conf's `ttt_json`)."""
+    import json
+
+    path = work / "nginx" / "ttt.access.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_the_front_logs_json_and_its_request_id_reaches_the_apps_lines(stack):
+    """Issue 45: nginx's line in JSON with the process that answered and the times, and its
+    `$request_id` in the app's line for the same request (a websocket's events)."""
+    nginx, backends, work = stack
+    page = requests.get(nginx.url + "/", timeout=10)
+    assert page.status_code == 200 and len(page.headers["X-Request-Id"]) == 32
+    line = wait_for(lambda: [x for x in front_lines(work)
+                             if x["request_id"] == page.headers["X-Request-Id"]], 10)[0]
+    assert line["status"] == 200 and line["uri"] == "/" and line["method"] == "GET"
+    assert line["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
+    assert isinstance(line["request_time"], float)
+    assert float(line["upstream_response_time"]) <= line["request_time"] + 0.001
+    made: list = []
+    try:
+        alice = player(nginx.url, ["websocket"])
+        made.append(alice)
+        game = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]
+    finally:
+        close_all(made)
+    # The websocket's line is written when it closes: one upgrade, its id in the app's line.
+    upgrade = wait_for(lambda: [x for x in front_lines(work)
+                                if x["uri"] == "/socket.io/" and x["status"] == 101], 15)[-1]
+    answered = [x for x in (work / "gunicorn1.log").read_text().splitlines()
+                + (work / "gunicorn2.log").read_text().splitlines()
+                if f"game={game['id']}" in x and "event=new_game" in x]
+    assert len(answered) == 1 and f"request={upgrade['request_id']}" in answered[0], answered
+    assert upgrade["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
+
+
+def wait_for(found, timeout: float):
+    deadline = time.monotonic() + timeout
+    while not (result := found()):
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+    return result
+
+
+def test_health_probes_are_kept_off_the_public_front(stack, tmp_path):
+    """Issue 45: /healthz and /readyz through the front answer this machine and private
+    networks only; /metrics nobody. The shipped site file with only its loopback entry
+    narrowed to 127.0.0.1, so another loopback address stands for a public one."""
+    _, backends, _ = stack
+    site = tmp_path / "site.conf"
+    text = (DEPLOY / "nginx.conf").read_text()
+    assert text.count("127.0.0.0/8    1;") == 1
+    site.write_text(text.replace("127.0.0.0/8    1;", "127.0.0.1/32   1;"))
+    nginx = Nginx(nginx_binary(), tmp_path / "nginx", [b.port for b in backends], site=site)
+    try:
+        for path in ("/healthz", "/readyz"):
+            assert answer_ms(nginx.url + path, "127.0.0.2")[0] == 403, path
+            assert answer_ms(nginx.url + path, "127.0.0.1")[0] == 200, path
+        assert answer_ms(nginx.url + "/metrics", "127.0.0.1")[0] == 404
+        assert answer_ms(nginx.url + "/", "127.0.0.2")[0] == 200  # the site itself is public
+        assert answer_ms(nginx.url + "/healthz/", "127.0.0.2")[0] != 200
+    finally:
+        nginx.stop()
+
+
 def test_an_oversized_body_is_refused_at_the_front(stack):
     nginx, _, _ = stack
     answer = requests.post(nginx.url + "/socket.io/?EIO=4&transport=polling",
@@ -599,8 +665,8 @@ def test_a_connection_flood_from_one_address_leaves_the_front_to_the_others(stac
 
         started = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
-            statuses = list(pool.map(lambda _: answer_ms(nginx.url + "/healthz", "127.0.0.3")[0],
-                                     range(320)))
+            statuses = list(pool.map(lambda _: answer_ms(nginx.url + "/manifest.webmanifest",
+                                                         "127.0.0.3")[0], range(320)))
         allowed = 100 + 10 * (time.monotonic() - started) + 10  # + a few in flight at the ends
         print(f"page flood: {statuses.count(200)} answered, {statuses.count(429)} refused")
         assert set(statuses) <= {200, 429} and 100 <= statuses.count(200) <= allowed, statuses
