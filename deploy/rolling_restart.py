@@ -29,11 +29,21 @@ POLL = 0.2  # seconds between two readiness checks
 
 
 def is_ready(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether the process on this port answers /readyz with 200 {"ready": true}."""
+    """Whether the process on this port answers /readyz with 200 {"ready": true}; a release
+    from before /readyz (404: 7bc74e4 and older, which a rollback may start) is ready when its
+    /healthz answers 200."""
     try:
         with urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=2) as answer:
             return answer.status == 200 and json.load(answer).get("ready") is True
-    except (OSError, ValueError, urllib.error.URLError):
+    except urllib.error.HTTPError as error:
+        if error.code != 404:
+            return False
+    except (OSError, ValueError):
+        return False
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=2) as answer:
+            return answer.status == 200
+    except (OSError, ValueError):
         return False
 
 
