@@ -315,12 +315,11 @@ def test_a_worker_of_another_build_is_refused_every_search(tmp_path, redis_url):
     workers = []
 
     def start(path, name):
-        out = open(tmp_path / name, "ab")
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "ttt", "worker", "--redis", redis_url], cwd=path,
-            env={**os.environ, "PYTHONPATH": str(path)}, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL))
-        out.close()
+        with open(tmp_path / name, "ab") as out:
+            workers.append(subprocess.Popen(
+                [sys.executable, "-m", "ttt", "worker", "--redis", redis_url], cwd=path,
+                env={**os.environ, "PYTHONPATH": str(path)}, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
 
     def refused() -> float:
         page = requests.get(server.url + "/metrics", timeout=10,
