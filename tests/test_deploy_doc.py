@@ -86,8 +86,9 @@ class Site:
         self.paths = [(p, f"{self.root}{p}") for p in
                       ("/srv/ttt", "/etc/ttt", "/var/backups/ttt", "/usr/local/lib/ttt",
                        "/etc/systemd/system")]
-        for _, real in self.paths:
+        for _, real in self.paths:  # what a Debian machine has before the install
             Path(real).parent.mkdir(parents=True, exist_ok=True)
+        Path(f"{self.root}/etc/systemd/system").mkdir()
         # The env file's Redis: where Redis runs (the operator's edit of TTT_STORE).
         self.redis = [("127.0.0.1:6379", f"127.0.0.1:{redis_port}")]
         stubs(tmp / "bin", sys.executable)
@@ -176,7 +177,7 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
         site.run("switch", env={"REL": first})
         env_file = Path(f"{site.root}/etc/ttt/ttt.env")
         site.run("env")
-        assert "CHANGE-ME" not in env_file.read_text()
+        assert "=CHANGE-ME" not in env_file.read_text()
         assert oct(env_file.stat().st_mode & 0o777) == "0o640"
         # The operator's edit: where Redis is.
         text = env_file.read_text()
