@@ -13,7 +13,8 @@ runs those blocks with bash (`set -e`), as root, with only:
   records its call (no network); `systemctl` starts the installed units' ExecStart and
   ExecStartPost as written (tests/doc_systemctl.py).
 
-Then: install a release, start two processes and the timer, back up, upgrade to a newer
+Then: install a release, start two processes and the timer, back up, restore (Redis: stop,
+`--force`, start), upgrade to a newer
 commit with the rolling restart, check build info, roll back to the first release, and then
 to 7bc74e4, the oldest release the doc says a rollback reaches.
 """
@@ -104,6 +105,8 @@ class Site:
             block = block.replace(old, new)
         for port, real in self.ports.items():
             block = re.sub(rf"\b{port}\b", real, block)
+        for old, new in self.redis:  # where Redis is
+            block = block.replace(old, new)
         for name, value in values.items():
             block = block.replace(f"<{name}>", value)
         assert not re.search(r"<[a-z]+>", block), block
@@ -166,7 +169,7 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
     need_binary("redis-server")
     need_binary("redis-cli")
     assert set(blocks()) >= {"prepare", "release", "switch", "env", "deploy-files", "start",
-                             "backup", "restart", "check", "rollback"}
+                             "backup", "restore", "restart", "check", "rollback"}
     redis = RedisServer(need_binary("redis-server"), tmp_path)
     site = Site(tmp_path, int(redis.url.rsplit(":", 1)[1].split("/")[0]))
     repo, first, newer, oldest = repository(tmp_path)
@@ -194,6 +197,10 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
         out = site.run("backup")
         backup = Path(f"{site.root}/var/backups/ttt") / out.strip().splitlines()[-1]
         assert (backup / "manifest.json").exists() and (backup / "redis.rdb").exists()
+        # Restore it, as the doc says for Redis: stop, restore with --force, start.
+        site.run("restore", time=backup.name.removeprefix("ttt-"))
+        for port in ("5001", "5002"):
+            assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
 
         # Upgrade to the newer commit, as the doc's steps 2-5 say.
         site.run("release", repo=str(repo), commit=newer)
