@@ -34,6 +34,7 @@ from ttt.thinker import Scheduler, WorkerLost, search
 
 log = logging.getLogger("ttt.workers")
 QUEUE_NAME = "ttt-ai"
+ROOT = Path(__file__).resolve().parents[1]
 REFUSED: dict[str, int] = {"build": 0}  # workers refused work, by reason (the metrics')
 _refused_names: set[str] = set()
 
@@ -46,7 +47,6 @@ def queue_name() -> str:
 def _build_of(queue: str) -> str:
     """The build a worker's queue names (`unknown` for a release before builds were named)."""
     return queue[len(QUEUE_NAME) + 1:] if queue.startswith(QUEUE_NAME + "-") else "unknown"
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class ProcessRunner:
