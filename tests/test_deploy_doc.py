@@ -132,7 +132,7 @@ class Site:
 
     def stop_all(self) -> None:
         subprocess.run([sys.executable, str(ROOT / "tests" / "doc_systemctl.py"), "stop",
-                        "ttt@*"], env=self.env, timeout=120, check=False)
+                        "ttt@*", "ttt-worker@*"], env=self.env, timeout=120, check=False)
 
 
 def repository(tmp: Path) -> tuple[Path, str, str, str]:
@@ -153,6 +153,15 @@ def repository(tmp: Path) -> tuple[Path, str, str, str]:
     return repo, first, newer, full
 
 
+def wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, (path, path.read_text() if path.exists() else "")
+        time.sleep(0.1)
+
+
 def commit_of(site: Site, port: str) -> str:
     token = next(line.split("=", 1)[1] for line in
                  Path(f"{site.root}/etc/ttt/ttt.env").read_text().splitlines()
@@ -169,7 +178,7 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
     need_binary("redis-server")
     need_binary("redis-cli")
     assert set(blocks()) >= {"prepare", "release", "switch", "env", "deploy-files", "start",
-                             "backup", "restore", "restart", "check", "rollback"}
+                             "worker", "backup", "restore", "restart", "check", "rollback"}
     redis = RedisServer(need_binary("redis-server"), tmp_path)
     site = Site(tmp_path, int(redis.url.rsplit(":", 1)[1].split("/")[0]))
     repo, first, newer, oldest = repository(tmp_path)
@@ -192,6 +201,15 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
         for port in ("5001", "5002"):
             assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
             assert commit_of(site, port) == first[:12]
+
+        # Remote AI workers (here on the same root: their own machine in the doc), each
+        # saying its build; the web processes take TTT_AI_QUEUE at their next start.
+        site.run("worker")
+        for worker in ("ttt-worker@1", "ttt-worker@2"):
+            log = site.state / f"{worker}.log"
+            wait_for_text(log, "searching for the queue 'ttt-ai-")
+            assert f"release 0.1.0+{first[:12]}" in log.read_text() or first[:12] in \
+                log.read_text(), log.read_text()
 
         # Back up, as the timer would.
         out = site.run("backup")
