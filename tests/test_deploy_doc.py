@@ -229,6 +229,11 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
         site.run("restart")
         out = site.run("check")
         assert out.count(f'commit="{newer[:12]}"') == 2, out
+        # The workers still run the first release: each new process refused each of them,
+        # once, as the doc warns (upgrade step 6 says in which order to restart them).
+        for port in ("5001", "5002"):
+            log = (site.state / f"ttt@{site.ports[port]}.log").read_text()
+            assert log.count("it is refused every search") == 2, log[-3000:]
 
         # Roll back to the first release, then to the oldest one the doc names.
         site.run("rollback", old=first)
