@@ -166,13 +166,16 @@ def test_the_front_logs_json_and_its_request_id_reaches_the_apps_lines(stack):
         game = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]
     finally:
         close_all(made)
-    # The websocket's line is written when it closes: one upgrade, its id in the app's line.
+    # The app's line for the event (its INFO lines are written in batches: waited for)
+    # carries the id of the websocket's upgrade, whose nginx line is written when it closes.
+    answered = wait_for(lambda: [x for x in (work / "gunicorn1.log").read_text().splitlines()
+                                 + (work / "gunicorn2.log").read_text().splitlines()
+                                 if f"game={game['id']}" in x and "event=new_game" in x], 10)
+    found = re.search(r"\brequest=([0-9a-f]{32})\b", answered[0])
+    assert len(answered) == 1 and found, answered
     upgrade = wait_for(lambda: [x for x in front_lines(work)
-                                if x["uri"] == "/socket.io/" and x["status"] == 101], 15)[-1]
-    answered = [x for x in (work / "gunicorn1.log").read_text().splitlines()
-                + (work / "gunicorn2.log").read_text().splitlines()
-                if f"game={game['id']}" in x and "event=new_game" in x]
-    assert len(answered) == 1 and f"request={upgrade['request_id']}" in answered[0], answered
+                                if x["request_id"] == found.group(1)], 15)[0]
+    assert upgrade["uri"] == "/socket.io/" and upgrade["status"] == 101, upgrade
     assert upgrade["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
 
 

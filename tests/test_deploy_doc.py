@@ -174,8 +174,61 @@ def commit_of(site: Site, port: str) -> str:
     return found.group(1) if found else "none"
 
 
+def install(site: Site, repo: Path, first: str) -> None:
+    """Steps 1-4 and 6, then step 10's workers."""
+    site.run("prepare")
+    site.run("release", repo=str(repo), commit=first)
+    site.run("switch", env={"REL": first})
+    env_file = Path(f"{site.root}/etc/ttt/ttt.env")
+    site.run("env")
+    assert "=CHANGE-ME" not in env_file.read_text()
+    assert oct(env_file.stat().st_mode & 0o777) == "0o640"
+    text = env_file.read_text()
+    for old, new in site.redis:  # the operator's edit: where Redis is
+        text = text.replace(old, new)
+    env_file.write_text(text)
+    site.run("deploy-files")
+    site.run("start")
+    for port in ("5001", "5002"):
+        assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
+        assert commit_of(site, port) == first[:12]
+    # Remote AI workers (here on the same root: their own machine in the doc), each saying
+    # its build; the web processes take TTT_AI_QUEUE at their next start.
+    site.run("worker")
+    for worker in ("ttt-worker@1", "ttt-worker@2"):
+        log = site.state / f"{worker}.log"
+        wait_for_text(log, "searching for the queue 'ttt-ai-")
+        assert f"+{first[:12]})" in log.read_text(), log.read_text()
+
+
+def back_up_and_restore(site: Site) -> None:
+    """A backup as the timer runs it, then the Redis restore: stop, --force, start."""
+    out = site.run("backup")
+    backup = Path(f"{site.root}/var/backups/ttt") / out.strip().splitlines()[-1]
+    assert (backup / "manifest.json").exists() and (backup / "redis.rdb").exists()
+    site.run("restore", time=backup.name.removeprefix("ttt-"))
+    for port in ("5001", "5002"):
+        assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
+
+
+def upgrade(site: Site, repo: Path, newer: str) -> None:
+    """Upgrade steps 2-5."""
+    site.run("release", repo=str(repo), commit=newer)
+    # Step 3: the deploy-files block from the new release's folder, then the switch.
+    site.run("deploy-files", env={"REL": newer}, text=blocks()["deploy-files"].replace(
+        "cd /srv/ttt/current", "cd /srv/ttt/releases/$REL"))
+    site.run("switch", env={"REL": newer})
+    site.run("restart")
+    out = site.run("check")
+    assert out.count(f'commit="{newer[:12]}"') == 2, out
+    # The workers still run the first release: each new process refused each of them, once,
+    # as the doc warns (upgrade step 6 says in which order to restart them).
+    for port in ("5001", "5002"):
+        log = (site.state / f"ttt@{site.ports[port]}.log").read_text()
+        assert log.count("it is refused every search") == 2, log[-3000:]
+
+
 def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
-    need_binary("redis-server")
     need_binary("redis-cli")
     assert set(blocks()) >= {"prepare", "release", "switch", "env", "deploy-files", "start",
                              "worker", "backup", "restore", "restart", "check", "rollback"}
@@ -183,58 +236,9 @@ def test_the_deploy_doc_installs_backs_up_upgrades_and_rolls_back(tmp_path):
     site = Site(tmp_path, int(redis.url.rsplit(":", 1)[1].split("/")[0]))
     repo, first, newer, oldest = repository(tmp_path)
     try:
-        # Install.
-        site.run("prepare")
-        site.run("release", repo=str(repo), commit=first)
-        site.run("switch", env={"REL": first})
-        env_file = Path(f"{site.root}/etc/ttt/ttt.env")
-        site.run("env")
-        assert "=CHANGE-ME" not in env_file.read_text()
-        assert oct(env_file.stat().st_mode & 0o777) == "0o640"
-        # The operator's edit: where Redis is.
-        text = env_file.read_text()
-        for old, new in site.redis:
-            text = text.replace(old, new)
-        env_file.write_text(text)
-        site.run("deploy-files")
-        site.run("start")
-        for port in ("5001", "5002"):
-            assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
-            assert commit_of(site, port) == first[:12]
-
-        # Remote AI workers (here on the same root: their own machine in the doc), each
-        # saying its build; the web processes take TTT_AI_QUEUE at their next start.
-        site.run("worker")
-        for worker in ("ttt-worker@1", "ttt-worker@2"):
-            log = site.state / f"{worker}.log"
-            wait_for_text(log, "searching for the queue 'ttt-ai-")
-            assert f"release 0.1.0+{first[:12]}" in log.read_text() or first[:12] in \
-                log.read_text(), log.read_text()
-
-        # Back up, as the timer would.
-        out = site.run("backup")
-        backup = Path(f"{site.root}/var/backups/ttt") / out.strip().splitlines()[-1]
-        assert (backup / "manifest.json").exists() and (backup / "redis.rdb").exists()
-        # Restore it, as the doc says for Redis: stop, restore with --force, start.
-        site.run("restore", time=backup.name.removeprefix("ttt-"))
-        for port in ("5001", "5002"):
-            assert requests.get(site.url(port) + "/readyz", timeout=10).status_code == 200
-
-        # Upgrade to the newer commit, as the doc's steps 2-5 say.
-        site.run("release", repo=str(repo), commit=newer)
-        # Step 3: the deploy-files block from the new release's folder, then the switch.
-        site.run("deploy-files", env={"REL": newer}, text=blocks()["deploy-files"].replace(
-            "cd /srv/ttt/current", "cd /srv/ttt/releases/$REL"))
-        site.run("switch", env={"REL": newer})
-        site.run("restart")
-        out = site.run("check")
-        assert out.count(f'commit="{newer[:12]}"') == 2, out
-        # The workers still run the first release: each new process refused each of them,
-        # once, as the doc warns (upgrade step 6 says in which order to restart them).
-        for port in ("5001", "5002"):
-            log = (site.state / f"ttt@{site.ports[port]}.log").read_text()
-            assert log.count("it is refused every search") == 2, log[-3000:]
-
+        install(site, repo, first)
+        back_up_and_restore(site)
+        upgrade(site, repo, newer)
         # Roll back to the first release, then to the oldest one the doc names.
         site.run("rollback", old=first)
         assert [commit_of(site, p) for p in ("5001", "5002")] == [first[:12]] * 2
