@@ -58,7 +58,7 @@ test: $(STAMP) system
 # The deploy/ files for real: redis, two gunicorn gevent processes and nginx on loopback,
 # games through the front, a restart in the middle of 20 of them (also part of `make test`).
 test-deploy: $(STAMP) system
-	$(PY) -m pytest -m deploy tests/test_deploy.py
+	$(PY) -m pytest -m deploy tests/test_deploy.py tests/test_deploy_doc.py
 
 # On-call drills on a real server (issue 45, also in `make test`): a local AI worker killed,
 # Redis stopped, the store wiped, a bug in an event; each seen by its alert's expression on a

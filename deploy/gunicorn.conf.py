@@ -94,7 +94,13 @@ def worker_int(worker):
 
 
 def worker_exit(server, worker):
-    """After the worker's last request: close the store's connections cleanly."""
+    """After the worker's last request: close the store's connections cleanly. A worker whose
+    master is gone (kill -9, the OOM killer) says so at ERROR: gunicorn's own line for it
+    ("Parent changed, shutting down") is INFO, and the master, killed, writes nothing."""
+    if os.getppid() != worker.ppid:
+        worker.log.error("gunicorn master %s is gone (killed?): worker %s exits and its "
+                         "connections drop; systemd starts the unit again (Restart=on-failure)",
+                         worker.ppid, worker.pid)
     app = getattr(worker, "wsgi", None)
     store = getattr(app, "extensions", {}).get("ttt_store")
     if store is not None:

@@ -1,7 +1,9 @@
 """Restart ttt's processes one after another, each only while the others serve.
 
-    sudo python3 deploy/rolling_restart.py 5001 5002     # systemctl restart ttt@PORT, in turn
-    python3 deploy/rolling_restart.py --wait-ready 5001  # wait until that process is ready
+    sudo python3 /usr/local/lib/ttt/rolling_restart.py 5001 5002     # restart each, in turn
+    python3 /usr/local/lib/ttt/rolling_restart.py --wait-ready 5001  # wait until it is ready
+
+(installed there from the release, outside it: docs/deploy.md, install step 6)
 
 For each port, in order: check that every OTHER port is ready (GET /readyz answers 200),
 so that nginx always has a process to send players to; `systemctl restart ttt@PORT` (SIGTERM:
@@ -11,7 +13,8 @@ and go on. It stops at the first port that does not come back, leaving the other
 `systemctl restart` back to back instead answered 502 to most requests for about 14 s.
 
 The unit runs `--wait-ready %i` as its ExecStartPost, so `systemctl restart` itself returns
-only once the process is ready. Standard library only: runs with the system's python3.
+only once the process is ready. Standard library only: runs with the system's python3,
+whichever release runs (a release from before /readyz is ready when /healthz answers 200).
 """
 
 from __future__ import annotations
@@ -29,11 +32,21 @@ POLL = 0.2  # seconds between two readiness checks
 
 
 def is_ready(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether the process on this port answers /readyz with 200 {"ready": true}."""
+    """Whether the process on this port answers /readyz with 200 {"ready": true}; a release
+    from before /readyz (404: 7bc74e4 and older, which a rollback may start) is ready when its
+    /healthz answers 200."""
     try:
         with urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=2) as answer:
             return answer.status == 200 and json.load(answer).get("ready") is True
-    except (OSError, ValueError, urllib.error.URLError):
+    except urllib.error.HTTPError as error:
+        if error.code != 404:
+            return False
+    except (OSError, ValueError):
+        return False
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=2) as answer:
+            return answer.status == 200
+    except (OSError, ValueError):
         return False
 
 

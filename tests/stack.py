@@ -94,6 +94,7 @@ def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path,
     for old, new in zip(default_ports, upstreams, strict=True):
         text = text.replace(f"server 127.0.0.1:{old} ", f"server 127.0.0.1:{new} ")
     text = re.sub(r"^(\s*)listen 80;", rf"\1listen 127.0.0.1:{listen};", text, flags=re.M)
+    text = text.replace("/var/log/nginx/", f"{workdir}/")  # the site's JSON access log
     temp = "\n".join(f"    {kind}_temp_path {workdir / kind};"
                      for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     whole = main.read_text()
@@ -128,13 +129,14 @@ class Nginx:
     """nginx in the foreground with a generated conf, its pid and logs in a folder."""
 
     def __init__(self, binary: str, workdir: Path, upstreams: list[int],
-                 main: Path = DEPLOY / "nginx-main.conf") -> None:
+                 main: Path = DEPLOY / "nginx-main.conf", site: Path = DEPLOY / "nginx.conf"
+                 ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "nginx.conf"
-        conf.write_text(nginx_conf(DEPLOY / "nginx.conf", self.port, upstreams, workdir, main))
+        conf.write_text(nginx_conf(site, self.port, upstreams, workdir, main))
         with open(workdir / "stderr.log", "wb") as err:
             self.proc = subprocess.Popen(
                 [binary, "-p", str(workdir), "-c", str(conf), "-e", str(workdir / "error.log"),

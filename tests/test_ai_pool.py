@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -19,6 +20,7 @@ from ttt.table import Table
 from ttt.thinker import Scheduler, search
 from ttt.web import create_app, get_socketio, get_table
 from ttt.web.realtime.presence import MemorySeats, Presence
+from ttt.workers import queue_name
 
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
 
@@ -255,12 +257,13 @@ def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_ur
         ana = remotes()
         game = ana.call("new_game", HARD)["game"]
         assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
-        wait_until(lambda: queue.llen("rq:queue:ttt-ai") == 1, 30, "the search queued in Redis")
+        wait_until(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30,
+                   "the search queued in Redis")
         assert not [g for g in ana.pushed("game") if len(g["moves"]) == 2]
         # Whoever can write to the Redis cannot make a worker run anything but a search.
         from rq import Queue
         from rq.serializers import JSONSerializer
-        planted = Queue("ttt-ai", connection=queue, serializer=JSONSerializer).enqueue(
+        planted = Queue(queue_name(), connection=queue, serializer=JSONSerializer).enqueue(
             "os.remove", str(tmp_path / "canary"))
         (tmp_path / "canary").write_text("still here")
         with open(tmp_path / "worker.log", "ab") as out:
@@ -280,6 +283,77 @@ def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_ur
         server.stop()
         queue.close()
         if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+
+
+def _other_build(tmp_path) -> Path:
+    """A copy of the package with one more source file: another code fingerprint, as a worker
+    left on an older (or newer) release has."""
+    import shutil
+
+    copy = tmp_path / "other"
+    shutil.copytree(ROOT / "ttt", copy / "ttt", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "ttt" / "_release_note.py").write_text("# another release\n")
+    return copy
+
+
+@pytest.mark.server
+@pytest.mark.redis
+def test_a_worker_of_another_build_is_refused_every_search(tmp_path, redis_url):
+    """Issue 45: a remote worker reports its build (the queue it listens on) and a web process
+    of another build sends it no search, with one line naming it and a counter."""
+    need_module("rq")
+    import redis
+
+    env = {"TTT_STORE": "memory://", "TTT_SECRET_KEY": "builds", "TTT_AI_QUEUE": redis_url,
+           "TTT_AI_WORKERS": "1", "TTT_METRICS_TOKEN": "scrape"}
+    server = Server(env, log=tmp_path / "server.log").start()
+    remotes = Remotes(server.url)
+    queue = redis.Redis.from_url(redis_url)
+    other = _other_build(tmp_path)
+    workers = []
+
+    def start(path, name):
+        with open(tmp_path / name, "ab") as out:
+            workers.append(subprocess.Popen(
+                [sys.executable, "-m", "ttt", "worker", "--redis", redis_url], cwd=path,
+                env={**os.environ, "PYTHONPATH": str(path)}, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+
+    def refused() -> float:
+        page = requests.get(server.url + "/metrics", timeout=10,
+                            headers={"Authorization": "Bearer scrape"})
+        line = [x for x in page.text.splitlines()
+                if x.startswith('ttt_ai_workers_refused_total{reason="build"}')]
+        return float(line[0].split()[-1])
+
+    try:
+        assert refused() == 0.0  # at zero from start-up
+        start(other, "old-worker.log")
+        wait_until(lambda: "build" in Log(tmp_path / "old-worker.log").since(0), 60,
+                   "the other build's worker started and said its build")
+        ana = remotes()
+        game = ana.call("new_game", HARD)["game"]
+        assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
+        wait_until(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30, "search queued")
+        wait_until(lambda: refused() == 1.0, 30, "the worker counted as refused")
+        lines = [x for x in Log(tmp_path / "server.log").since(0).splitlines()
+                 if "it is refused every search" in x]
+        assert len(lines) == 1, lines
+        assert "runs build" in lines[0] and queue_name().split("-")[-1] in lines[0]
+        # It got no work: the search still waits, the move is not played.
+        assert queue.llen(f"rq:queue:{queue_name()}") == 1
+        assert not [g for g in ana.pushed("game") if len(g["moves"]) == 2]
+        start(ROOT, "worker.log")  # this build's worker takes it
+        assert ana.wait_for("game", lambda g: len(g["moves"]) == 2, 60)["turn"] == "X"
+        requests.get(server.url + "/healthz", timeout=10)
+        assert refused() == 1.0  # counted once, not at every look
+    finally:
+        remotes.close()
+        server.stop()
+        queue.close()
+        for worker in workers:
             worker.terminate()
             worker.wait(30)
 

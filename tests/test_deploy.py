@@ -139,6 +139,75 @@ def test_metrics_are_not_public_through_the_front(stack):
     assert "ttt_events_total" in backends[0].metrics()
 
 
+def front_lines(work: Path) -> list[dict]:
+    """nginx's JSON access lines for the site (deploy/nginx.conf's `ttt_json`)."""
+    import json
+
+    path = work / "nginx" / "ttt.access.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_the_front_logs_json_and_its_request_id_reaches_the_apps_lines(stack):
+    """Issue 45: nginx's line in JSON with the process that answered and the times, and its
+    `$request_id` in the app's line for the same request (a websocket's events)."""
+    nginx, backends, work = stack
+    page = requests.get(nginx.url + "/", timeout=10)
+    assert page.status_code == 200 and len(page.headers["X-Request-Id"]) == 32
+    line = wait_for(lambda: [x for x in front_lines(work)
+                             if x["request_id"] == page.headers["X-Request-Id"]], 10)[0]
+    assert line["status"] == 200 and line["uri"] == "/" and line["method"] == "GET"
+    assert line["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
+    assert isinstance(line["request_time"], float)
+    assert float(line["upstream_response_time"]) <= line["request_time"] + 0.001
+    made: list = []
+    try:
+        alice = player(nginx.url, ["websocket"])
+        made.append(alice)
+        game = alice.call("new_game", {"mode": "friend", "you": "X"})["game"]
+    finally:
+        close_all(made)
+    # The app's line for the event (its INFO lines are written in batches: waited for)
+    # carries the id of the websocket's upgrade, whose nginx line is written when it closes.
+    answered = wait_for(lambda: [x for x in (work / "gunicorn1.log").read_text().splitlines()
+                                 + (work / "gunicorn2.log").read_text().splitlines()
+                                 if f"game={game['id']}" in x and "event=new_game" in x], 10)
+    found = re.search(r"\brequest=([0-9a-f]{32})\b", answered[0])
+    assert len(answered) == 1 and found, answered
+    upgrade = wait_for(lambda: [x for x in front_lines(work)
+                                if x["request_id"] == found.group(1)], 15)[0]
+    assert upgrade["uri"] == "/socket.io/" and upgrade["status"] == 101, upgrade
+    assert upgrade["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
+
+
+def wait_for(found, timeout: float):
+    deadline = time.monotonic() + timeout
+    while not (result := found()):
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+    return result
+
+
+def test_health_probes_are_kept_off_the_public_front(stack, tmp_path):
+    """Issue 45: /healthz and /readyz through the front answer this machine and private
+    networks only; /metrics nobody. The shipped site file with only its loopback entry
+    narrowed to 127.0.0.1, so another loopback address stands for a public one."""
+    _, backends, _ = stack
+    site = tmp_path / "site.conf"
+    text = (DEPLOY / "nginx.conf").read_text()
+    assert text.count("127.0.0.0/8    1;") == 1
+    site.write_text(text.replace("127.0.0.0/8    1;", "127.0.0.1/32   1;"))
+    nginx = Nginx(nginx_binary(), tmp_path / "nginx", [b.port for b in backends], site=site)
+    try:
+        for path in ("/healthz", "/readyz"):
+            assert answer_ms(nginx.url + path, "127.0.0.2")[0] == 403, path
+            assert answer_ms(nginx.url + path, "127.0.0.1")[0] == 200, path
+        assert answer_ms(nginx.url + "/metrics", "127.0.0.1")[0] == 404
+        assert answer_ms(nginx.url + "/", "127.0.0.2")[0] == 200  # the site itself is public
+        assert answer_ms(nginx.url + "/healthz/", "127.0.0.2")[0] != 200
+    finally:
+        nginx.stop()
+
+
 def test_an_oversized_body_is_refused_at_the_front(stack):
     nginx, _, _ = stack
     answer = requests.post(nginx.url + "/socket.io/?EIO=4&transport=polling",
@@ -374,22 +443,95 @@ def test_the_shipped_files_add_up():
         assert f"{directive} {value}" in docs, (directive, value)
 
 
-def test_systemd_analyze_verifies_the_unit(tmp_path):
-    """The unit as shipped, with only its paths pointed at this checkout: no error, no
-    warning (a misspelt value is only a warning there, so stderr must be empty too)."""
-    analyze = need_binary("systemd-analyze")
+def pointed_here(text: str, tmp_path: Path) -> str:
+    """A unit's text with its paths pointed at this checkout and this interpreter."""
     venv = Path(sys.executable).parent
     (tmp_path / "ttt.env").write_text("TTT_SECRET_KEY=x\n")
-    text = (UNIT.read_text()
-            .replace("/srv/ttt/current/.venv/bin/", f"{venv}/")
+    text = (text.replace("/srv/ttt/current/.venv/bin/", f"{venv}/")
             .replace("WorkingDirectory=/srv/ttt/current", f"WorkingDirectory={ROOT}")
+            .replace("WorkingDirectory=/srv/ttt", f"WorkingDirectory={ROOT}")
+            .replace("/usr/local/lib/ttt/", f"{DEPLOY}/")
             .replace("EnvironmentFile=/etc/ttt/ttt.env", f"EnvironmentFile={tmp_path / 'ttt.env'}"))
     assert "/srv/ttt/current/.venv" not in text
-    unit = tmp_path / "ttt@5001.service"
-    unit.write_text(text)
-    done = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
-                          timeout=120)
+    return text
+
+
+@pytest.mark.parametrize("shipped_as, instance", [
+    ("ttt@.service", "ttt@5001.service"), ("ttt-worker@.service", "ttt-worker@1.service"),
+    ("ttt-backup.timer", "ttt-backup.timer")])
+def test_systemd_analyze_verifies_the_units(tmp_path, shipped_as, instance):
+    """The units as shipped, with only their paths pointed at this checkout: no error, no
+    warning (a misspelt value is only a warning there, so stderr must be empty too). The
+    timer is verified with its service beside it."""
+    analyze = need_binary("systemd-analyze")
+    for name in {shipped_as, "ttt-backup.service"} if shipped_as.endswith(".timer") \
+            else {shipped_as}:
+        (tmp_path / (instance if name == shipped_as else name)).write_text(
+            pointed_here((DEPLOY / name).read_text(), tmp_path))
+    done = subprocess.run([analyze, "verify", str(tmp_path / instance)], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    if shipped_as.endswith(".timer"):
+        done = subprocess.run([analyze, "verify", str(tmp_path / "ttt-backup.service")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+def test_the_wait_script_and_the_backup_run_outside_the_release():
+    """Issue 45: the unit's ExecStartPost ran deploy/rolling_restart.py from the release, which
+    a rollback target (7bc74e4) does not have: the unit failed. The wait script and the backup
+    are the copies installed in /usr/local/lib/ttt, run by the system's python3, standard
+    library only."""
+    assert shipped(UNIT, "ExecStartPost").startswith(
+        "/usr/bin/python3 /usr/local/lib/ttt/rolling_restart.py --wait-ready %i")
+    backup = shipped(DEPLOY / "ttt-backup.service", "ExecStart")
+    assert backup.startswith("/usr/bin/python3 /usr/local/lib/ttt/backup.py backup ")
+    for script in ("rolling_restart.py", "backup.py"):
+        probe = (f"import sys, runpy; sys.argv = ['x', '--help']\n"
+                 f"try: runpy.run_path({str(DEPLOY / script)!r}, run_name='__main__')\n"
+                 f"except SystemExit: pass\n"
+                 f"print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                 f"('ttt', 'redis', 'flask', 'requests')))")
+        done = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True,
+                              text=True, timeout=60, cwd="/")
+        assert done.returncode == 0 and done.stdout.strip().endswith("[]"), (script, done)
+
+
+def test_the_wait_script_takes_healthz_from_a_release_without_readyz():
+    """A rollback to a release from before /readyz (7bc74e4 answers it 404) is ready when its
+    /healthz answers 200; a 503 from /readyz is not ready."""
+    import http.server
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rolling_restart",
+                                                  DEPLOY / "rolling_restart.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    answers = {"/readyz": 404, "/healthz": 200}
+
+    class Old(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(answers.get(self.path, 404))
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"ok": true, "ready": false}')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Old)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        assert script.is_ready(port)
+        answers["/healthz"] = 503
+        assert not script.is_ready(port)
+        answers.update({"/readyz": 503, "/healthz": 200})  # draining or starting
+        assert not script.is_ready(port)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def limited_env(tmp_path: Path) -> dict[str, str]:
@@ -599,8 +741,8 @@ def test_a_connection_flood_from_one_address_leaves_the_front_to_the_others(stac
 
         started = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
-            statuses = list(pool.map(lambda _: answer_ms(nginx.url + "/healthz", "127.0.0.3")[0],
-                                     range(320)))
+            statuses = list(pool.map(lambda _: answer_ms(nginx.url + "/manifest.webmanifest",
+                                                         "127.0.0.3")[0], range(320)))
         allowed = 100 + 10 * (time.monotonic() - started) + 10  # + a few in flight at the ends
         print(f"page flood: {statuses.count(200)} answered, {statuses.count(429)} refused")
         assert set(statuses) <= {200, 429} and 100 <= statuses.count(200) <= allowed, statuses
@@ -762,3 +904,38 @@ def test_a_rolling_restart_shows_no_error_at_the_front(stack):
           f"{len(poller.bad())} not 2xx, slowest {slowest:.2f} s")
     assert len(poller.answers) > 100
     assert not poller.bad(), poller.bad()[:10]
+
+
+def test_a_killed_gunicorn_master_leaves_an_error_line(tmp_path):
+    """Issue 45: `kill -9` of a gunicorn master left one INFO line ("Parent changed, shutting
+    down"). Its worker now says at ERROR that the master is gone and exits; systemd's side
+    (the unit fails, `Restart=on-failure` starts it again) is in the journal."""
+    import json
+    import os
+    import signal
+
+    env = {"TTT_STORE": f"sqlite:///{tmp_path / 'ttt.sqlite3'}", "TTT_SECRET_KEY": "kill-9",
+           "TTT_AI_WORKERS": "0", "TTT_LOG_FORMAT": "json"}
+    server = Gunicorn(env, tmp_path / "gunicorn.log").start()
+    assert server.proc is not None
+    master = server.proc.pid
+    workers = [int(p) for p in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
+    assert len(workers) == 1
+    os.kill(master, signal.SIGKILL)
+    server.proc.wait(10)
+
+    def gone(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] in "ZX"
+        except FileNotFoundError:
+            return True
+
+    deadline = time.monotonic() + 30
+    while not gone(workers[0]):
+        assert time.monotonic() < deadline, "the orphaned worker did not exit"
+        time.sleep(0.1)
+    lines = [json.loads(x) for x in (tmp_path / "gunicorn.log").read_text().splitlines()
+             if x.startswith("{")]
+    errors = [x for x in lines if x["level"] == "ERROR" and "master" in x["message"]]
+    assert len(errors) == 1 and f"master {master} is gone" in errors[0]["message"], lines[-5:]
+    assert shipped(UNIT, "Restart") == "on-failure"

@@ -178,3 +178,32 @@ def test_every_line_of_a_queue_worker_is_json(redis_url):
     lines = [json.loads(line) for line in (done.stdout + done.stderr).splitlines()
              if line.strip()]
     assert lines and lines[0]["message"].startswith("searching for the queue")
+
+
+def test_a_line_logged_while_a_request_is_served_carries_the_fronts_request_id(app):
+    """Issue 45: nginx's `$request_id` (X-Request-Id) in the JSON lines of that request, only
+    while it is served, and only when it is a plain id (never a client's bytes)."""
+    from ttt.jsonlog import JsonFormatter
+    from ttt.web.ops import logs
+
+    def line() -> dict:
+        record = logging.getLogger("ttt.test").makeRecord("ttt.test", logging.WARNING, "x", 1,
+                                                          "store slow", (), None)
+        return json.loads(JsonFormatter().format(record))
+
+    rid = "0123456789abcdef0123456789abcdef"
+    with app.test_request_context("/", headers={"X-Request-Id": rid}):
+        app.preprocess_request()
+        assert line()["request"] == rid
+        logs.forget_request()
+    assert "request" not in line()
+    for junk in ("x" * 65, "a b", "id{\"level\":\"INFO\"}", "٣"):
+        with app.test_request_context("/", headers={"X-Request-Id": junk}):
+            app.preprocess_request()
+            assert "request" not in line(), junk
+            logs.forget_request()
+    # A Socket.IO connection's: its handshake's environ, read once.
+    environ = {"HTTP_X_REQUEST_ID": rid}
+    assert logs.connection_request(environ) == rid and environ["ttt.request_id"] == rid
+    assert logs.connection_request(None) is None
+    assert logs.connection_request({"HTTP_X_REQUEST_ID": "a\r\nb"}) is None

@@ -228,8 +228,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ttt.web.ops import logs
 
     logs.configure()  # TTT_LOG_FORMAT=json: RQ's lines and ours as JSON, as the servers'
-    logging.getLogger("ttt.workers").info("searching for the queue %r on %s",
-                                          workers.QUEUE_NAME, url.split("@")[-1])
+    from ttt.build import code_fingerprint, release
+
+    # The build it reports: web processes of another build send it no search (and say so).
+    logging.getLogger("ttt.workers").info("searching for the queue %r on %s (build %s, "
+                                          "release %s)", workers.queue_name(),
+                                          url.split("@")[-1], code_fingerprint(), release())
     workers.work(url, burst=args.burst)  # RQ stops on Ctrl-C or SIGTERM after the search
     return 0
 

@@ -5,16 +5,30 @@ ttt.web.ops.logs sets it up for the app."""
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 ACCESS = logging.getLogger("ttt.access")
 FIELDS = ("event", "game", "result", "ms", "seat", "cell", "rev", "conn", "player", "mode",
-          "variant", "winner", "status")
+          "variant", "winner", "status", "request")
+# The front's request id (nginx's `$request_id`, sent as X-Request-Id) of the HTTP request
+# being served, set by the app for each request: every line logged while it is served
+# carries it as `request`, the key to nginx's JSON access line (issue 45).
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ttt_request_id",
+                                                                       default=None)
+_REQUEST_ID = re.compile(r"[0-9A-Za-z._-]{1,64}", re.ASCII)
+
+
+def request_id(header: object) -> str | None:
+    """The X-Request-Id header's value when it is a plain id, else None (never a client's
+    arbitrary bytes in the log)."""
+    return header if isinstance(header, str) and _REQUEST_ID.fullmatch(header) else None
 # The key of the players' hashes in log lines (`key_players`, from the app's secret key): the
 # same player has the same hash on every process and across connections, and nobody without
 # the key can tell which player id it is (issue 45).
@@ -94,6 +108,8 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.name == ACCESS.name:
             line.update(_event_fields(record))
+        elif (request := REQUEST_ID.get()) is not None:  # logged while an HTTP request runs
+            line["request"] = request
         for key in FIELDS:
             if hasattr(record, key):
                 line[key] = getattr(record, key)

@@ -9,6 +9,10 @@ the server, however the server ends.
 A `QueueRunner` hands the task to RQ on Redis and blocks (cooperatively under gevent: the
 Redis client's socket is patched) on its result; `python -m ttt worker` runs the other end,
 an RQ SimpleWorker that searches in its own process, so nothing is forked per search.
+The queue is named by the code's fingerprint (`ttt-ai-<fingerprint>`): a worker of another
+build (an older release left running) listens on another queue and gets no search, and the
+web processes, which list the workers now and then, log each such worker once and count it
+(`ttt_ai_workers_refused_total{reason="build"}`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ from ttt.thinker import Scheduler, WorkerLost, search
 log = logging.getLogger("ttt.workers")
 QUEUE_NAME = "ttt-ai"
 ROOT = Path(__file__).resolve().parents[1]
+REFUSED: dict[str, int] = {"build": 0}  # workers refused work, by reason (the metrics')
+_refused_names: set[str] = set()
+
+
+def queue_name() -> str:
+    """The queue of this build's searches: only workers of the same code take them."""
+    return f"{QUEUE_NAME}-{code_fingerprint()}"
+
+
+def _build_of(queue: str) -> str:
+    """The build a worker's queue names (`unknown` for a release before builds were named)."""
+    return queue[len(QUEUE_NAME) + 1:] if queue.startswith(QUEUE_NAME + "-") else "unknown"
 
 
 class ProcessRunner:
@@ -158,13 +174,13 @@ def run_task(task: dict[str, Any], seconds: float) -> Any:
 class QueueRunner:
     """One search at a time through RQ: enqueue, then block on the result stream."""
 
-    def __init__(self, url: str, queue: str = QUEUE_NAME) -> None:
+    def __init__(self, url: str, queue: str | None = None) -> None:
         from redis import Redis
         from rq import Queue
         from rq.serializers import JSONSerializer
 
         # JSON, not pickle: a job's payload is only ever data.
-        self._queue = Queue(queue, connection=Redis.from_url(url),
+        self._queue = Queue(queue or queue_name(), connection=Redis.from_url(url),
                             serializer=JSONSerializer)
 
     def workers(self) -> int:
@@ -183,17 +199,40 @@ class QueueRunner:
         if now - at >= 5:
             try:
                 count = self.workers()
+                self.refuse_other_builds()
             except Exception:  # the queue's Redis is down: no worker can be reached
                 count = -1
             self._count = (now, count)
         return count
+
+    def refuse_other_builds(self) -> None:
+        """Log (once each) and count the workers on the Redis that listen for another build's
+        searches: they get none of this process's, which is the refusal; the line says why."""
+        from rq import Worker
+
+        ours = self._queue.name
+        for worker in Worker.all(connection=self._queue.connection):
+            theirs = [q for q in worker.queue_names() if q.startswith(QUEUE_NAME)]
+            if not theirs or ours in theirs or worker.name in _refused_names:
+                continue
+            _refused_names.add(worker.name)
+            REFUSED["build"] += 1
+            log.error("AI worker %s runs build %s, this web process %s: it is refused every "
+                      "search (deploy this release there, or stop it)", worker.name,
+                      _build_of(theirs[0]), _build_of(ours))
 
     def run(self, task: dict[str, Any], seconds: float) -> Any:
         from rq.results import Result
 
         job = self._queue.enqueue(run_task, task, seconds, job_timeout=int(seconds) + 30,
                                   result_ttl=60, failure_ttl=300, ttl=120)
-        result = job.latest_result(timeout=int(seconds) + 60)
+        # Asked in short blocking reads: one long XREAD outlasts the client's socket timeout
+        # (5 s in redis-py), which read as Redis trouble and lost the move when no worker was
+        # there (issue 45); a worker that comes within the wait still answers it.
+        deadline = time.monotonic() + int(seconds) + 60
+        result = None
+        while result is None and time.monotonic() < deadline:
+            result = job.latest_result(timeout=2)
         if result is None:  # no worker took it, or the one that did died: search again
             job.cancel()
             raise WorkerLost(f"no answer from the queue for job {job.id}")
@@ -222,15 +261,16 @@ def search_job_class() -> type:
     return SearchJob
 
 
-def work(url: str, queue: str = QUEUE_NAME, burst: bool = False) -> None:
-    """`python -m ttt worker`: take searches from the Redis queue (no web server here)."""
+def work(url: str, queue: str | None = None, burst: bool = False) -> None:
+    """`python -m ttt worker`: take searches from the Redis queue of this build (no web server
+    here); web processes of another build never send it theirs."""
     from redis import Redis
     from rq import SimpleWorker
     from rq.serializers import JSONSerializer
 
     # SimpleWorker runs each job in this process: no fork per job, the tables stay warm.
-    worker = SimpleWorker([queue], connection=Redis.from_url(url), serializer=JSONSerializer,
-                          job_class=search_job_class())
+    worker = SimpleWorker([queue or queue_name()], connection=Redis.from_url(url),
+                          serializer=JSONSerializer, job_class=search_job_class())
     worker.work(burst=burst, logging_level="WARNING")
 
 

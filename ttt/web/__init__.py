@@ -48,6 +48,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.extensions["ttt_budgets"] = budgets.from_config(app.config)  # per address prefix
     app.before_request(budgets.bounded_headers)
+    app.before_request(logs.follow_request)  # X-Request-Id: the front's id in our lines
+    app.teardown_request(logs.forget_request)
     i18n.init_app(app)
     app.register_blueprint(pages.bp)
     socketio = sockets.init_app(app)

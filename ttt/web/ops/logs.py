@@ -28,12 +28,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ttt.jsonlog import ACCESS, JsonFormatter, Seconds, connection_id
+from ttt.jsonlog import ACCESS, REQUEST_ID, JsonFormatter, Seconds, connection_id, request_id
 from ttt.loglines import Handler, Record, deliver, route
 
 _Ours = Handler  # the name the tests and the benches know
 
-__all__ = ["ACCESS", "JsonFormatter", "access", "configure", "connection_id"]
+__all__ = ["ACCESS", "JsonFormatter", "access", "configure", "connection_id",
+           "connection_request", "follow_request", "forget_request"]
 # Libraries that add a bare StreamHandler of their own to a logger whose level is unset.
 LIBRARIES = ("engineio.server", "socketio.server", "engineio.client", "socketio.client")
 
@@ -91,6 +92,32 @@ def configure(fmt: str | None = None, level: str | None = None) -> None:
     logging.captureWarnings(True)
     if fmt == "json":  # a crash (a store too new at start-up, a bug) is one JSON line too
         sys.excepthook = _log_uncaught
+
+
+def follow_request() -> None:
+    """Flask's before_request: the front's X-Request-Id (nginx's `$request_id`) for every line
+    logged while this request is served (JSON: `request`); reset on each request, since one
+    keep-alive connection serves many."""
+    from flask import request
+
+    REQUEST_ID.set(request_id(request.headers.get("X-Request-Id")))
+
+
+def forget_request(_error: BaseException | None = None) -> None:
+    """Flask's teardown_request: lines logged after the request (between two requests of a
+    keep-alive connection, or by Socket.IO on it) carry no page's id."""
+    REQUEST_ID.set(None)
+
+
+def connection_request(environ: dict | None) -> str | None:
+    """The front's id of the request that opened a Socket.IO connection (its handshake, or
+    the websocket's upgrade), from that request's environ; worked out once per connection."""
+    if environ is None:
+        return None
+    found = environ.get("ttt.request_id", False)
+    if found is False:
+        found = environ["ttt.request_id"] = request_id(environ.get("HTTP_X_REQUEST_ID"))
+    return found
 
 
 def _log_uncaught(kind: type[BaseException], error: BaseException, tb: Any) -> None:

@@ -45,8 +45,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ttt import build, loglines
+from ttt.pool_metrics import AI_CROWD
 from ttt.store import StoreUnavailable
-from ttt.web.ops.collectors import Collected, Crowd, Labelled, Live, Timings
+from ttt.web.ops.collectors import Collected, Labelled, Live, Timings
 
 log = logging.getLogger("ttt.metrics")
 
@@ -84,9 +85,6 @@ PROBES = ("/healthz", "/readyz")
 PROBE_FAILURES = Counter("ttt_probe_failures", "Health probes answered 503 (a part down, "
                          "starting or draining), by probe.", ["probe"], registry=None)
 REFUSAL_REASONS = ("full", "address", "session", "player")
-
-
-AI_CROWD = Crowd()
 
 
 def observe_search(seconds: float) -> None:

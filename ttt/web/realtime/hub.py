@@ -36,6 +36,7 @@ from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, room
+from ttt.web.realtime import catchup
 from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.presence import LEASE_SECONDS
 from ttt.web.transport import engine_hooks
@@ -143,26 +144,32 @@ class Hub:
         """The queue listener is back after a cut: the current view of every game a room of
         this process shows (people's rooms and bot streams), to this process's members only,
         read from the store after the listener subscribed again, so nothing published while
-        it was away stays missing. How many games were sent."""
-        rooms = set(engine_hooks.local_rooms(self.socketio.server)) | set(self._rooms)
-        games = {name.split(":")[1] for name in rooms
-                 if name.startswith("g:") and name.count(":") == 2}
-        sent = 0
-        for game_id in games:
-            try:
-                match = self.table.store.get(game_id)
-            except Exception as error:  # the store is away too: the next move will tell
-                log.warning("could not resend game %s: %s", game_id, error)
-                continue
-            if match is None:
-                continue
-            sent += 1
-            for push in self.table.game_pushes(match):
-                if push.room in rooms:
-                    engine_hooks.emit_as_heard(self.socketio.server, push.event, push.body(),
-                                               push.room)
+        it was away stays missing; a read the store fails is tried again until it answers
+        (catchup). How many games were sent."""
+        sent = catchup.resend_until_answered(sorted(self._shown_games()), self._resend,
+                                             lambda game: game in self._shown_games(),
+                                             sleep=self.socketio.sleep)
         log.info("queue back: resent %d games to this process's rooms", sent)
         return sent
+
+    def _rooms_here(self) -> set[str]:
+        return set(engine_hooks.local_rooms(self.socketio.server)) | set(self._rooms)
+
+    def _shown_games(self) -> set[str]:
+        return {name.split(":")[1] for name in self._rooms_here()
+                if name.startswith("g:") and name.count(":") == 2}
+
+    def _resend(self, game_id: str) -> bool:
+        """One game's view to its rooms here; False when the store has it no more."""
+        match = self.table.store.get(game_id)  # raises while the store does not answer
+        if match is None:
+            return False
+        rooms = self._rooms_here()
+        for push in self.table.game_pushes(match):
+            if push.room in rooms:
+                engine_hooks.emit_as_heard(self.socketio.server, push.event, push.body(),
+                                           push.room)
+        return True
 
     # --- the bot as a connection --------------------------------------------------------------
 

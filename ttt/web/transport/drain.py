@@ -63,6 +63,7 @@ class Drain:
         latency = self.metrics.latency.labels(name)
         counted: dict[str, Any] = {}  # result -> its counter child, found once
         busy, closing, who = self.busy, self.closing, self.who
+        environ = self.socketio.server.get_environ
 
         def watched(sid: str, payload: Any = None, *rest: Any) -> dict:
             started = time.perf_counter()
@@ -80,9 +81,12 @@ class Drain:
             counter.inc()
             latency.observe(seconds)
             game = answer.get("game")  # the answer's game: an id the server made
+            # The front's id of the request that opened this connection (its handshake, or
+            # the websocket's upgrade), or of the HTTP call (a bot's): the key to nginx's line.
+            front = logs.connection_request(environ(sid)) or jsonlog.REQUEST_ID.get()
             logs.access(name, game["id"] if type(game) is dict and "id" in game
                         else _game_id(payload, answer), result, seconds, sid, payload, answer,
-                        who(sid))
+                        who(sid), **({"request": front} if front else {}))
             return answer
 
         return watched
