@@ -257,7 +257,45 @@ def scenario_new_game_vs_ai(meter: Meter) -> dict[str, int]:
                                          callback=True))
 
 
+def _with_live_games(meter: Meter, count: int) -> Any:
+    """A player with `count` live friend games (made in the store: a person would need hours
+    of creations), both seats taken."""
+    import time
+
+    from ttt.match import create, take_seat
+
+    me = meter.player()
+    player = list(meter.table.presence._conns.values())[-1].player
+    # A player who has played (as the other scenarios' new games), their first game over.
+    game = me.emit("new_game", {"mode": "ai", "you": "X", "level": "perfect"},
+                   callback=True)["game"]
+    assert me.emit("move", {"game": game["id"], "cell": 4}, callback=True)["ok"]
+    assert me.emit("resign", {"game": game["id"]}, callback=True)["ok"]
+    for _ in range(count):
+        made = create("friend", player, time.time(), you="X")
+        meter.raw.create(take_seat(made, "f" * 22, time.time()))
+    assert len(meter.raw.live_games(player)) == count
+    return me
+
+
+def scenario_new_game_40_live(meter: Meter) -> dict[str, int]:
+    """A new friend game by a player with 40 live games: the same work as with none (issue 44:
+    each live game was one read, one round trip on Redis)."""
+    me = _with_live_games(meter, 40)
+    return meter.measure(lambda: me.emit("new_game", {"mode": "friend", "you": "X"},
+                                         callback=True))
+
+
+def scenario_new_game_vs_ai_40_live(meter: Meter) -> dict[str, int]:
+    """A new game against the AI by a player with 40 live friend games."""
+    me = _with_live_games(meter, 40)
+    return meter.measure(lambda: me.emit("new_game", {"mode": "ai", "you": "X",
+                                                      "level": "perfect"}, callback=True))
+
+
 SCENARIOS = {"move_vs_ai": scenario_move_vs_ai,
+             "new_game_40_live": scenario_new_game_40_live,
+             "new_game_vs_ai_40_live": scenario_new_game_vs_ai_40_live,
              "new_game_vs_ai": scenario_new_game_vs_ai,
              "friend_move_watched": scenario_friend_move_watched,
              "join": scenario_join}
