@@ -156,11 +156,12 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{1000 * value:.2f}"
 
 
-def report(rows: list[dict], trees: dict[str, str]) -> None:
+def report(rows: list[dict], trees: dict[str, str], clients: int) -> None:
     print(f"\nttt on Redis across a delay ({time.strftime('%Y-%m-%d %H:%M')}; "
           f"{', '.join(f'{k} = {v}' for k, v in trees.items())})")
+    clients = next((r["clients"] for r in rows), 0)
     print("| tree | delay each way | Redis PING p50 | move p50 | move p99 | new game p50 "
-          "| 20 clients: move p50 | move p99 | events/s |")
+          f"| {clients} clients: move p50 | move p99 | events/s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         f = r["figures"]
@@ -174,7 +175,7 @@ def report(rows: list[dict], trees: dict[str, str]) -> None:
         fast = [r for r in runs if r["delay"] == 0]
         if not slow or not fast:
             continue
-        for key, label in (("move_p50", "one client"), ("crowd_p50", f"{len(runs)} runs, crowd"),
+        for key, label in (("move_p50", "one client"), ("crowd_p50", f"{clients} clients"),
                            ("new_p50", "new game")):
             grown = (statistics.median(r["figures"][key] for r in slow)
                      - statistics.median(r["figures"][key] for r in fast))
@@ -218,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                                     f"{_ms(ping)} ms")
                         figures = measure(roots[which], f"redis://127.0.0.1:{port}/0", args)
                         rows.append({"tree": which, "delay": delay, "ping": ping,
-                                     "figures": figures})
-        report(rows, trees)
+                                     "figures": figures, "clients": args.clients})
+        report(rows, trees, args.clients)
     return 0
 
 
