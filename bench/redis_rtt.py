@@ -12,7 +12,7 @@ a fresh game server on that Redis (store, presence and limits in Redis, rate lim
 - one client (python-socketio, websocket): perfect-AI games with random legal moves; each
   `move` and each `new_game` round trip timed;
 - `--clients` clients playing as fast as answers come for `--seconds` (bench.swarm): their
-  `move` round trips, and the events a second.
+  `move` round trips, the events a second, and the server's CPU per event (/proc).
 
 Printed per run: Redis PING p50 through the proxy, move p50/p99 and new game p50 of the one
 client, move p50/p99 and events/s of the crowd; then per tree the move p50's growth from no
@@ -144,7 +144,10 @@ def measure(root: Path, url: str, args: argparse.Namespace) -> dict:
         with Swarm(workers=2, seed=1) as swarm:
             swarm.connect(server.url, args.clients)
             swarm.burst(server.url, 1.0)  # warm-up
+            cpu = server.cpu() or 0.0
             crowd = swarm.burst(server.url, args.seconds)
+            cpu = (server.cpu() or 0.0) - cpu
+        figures["cpu_event"] = cpu / crowd["events"] if crowd["events"] else None
         figures["crowd_p50"] = percentile(crowd["latencies"], 0.5)
         figures["crowd_p99"] = percentile(crowd["latencies"], 0.99)
         figures["events_s"] = crowd["events"] / crowd["seconds"] if crowd["seconds"] else 0.0
@@ -161,13 +164,14 @@ def report(rows: list[dict], trees: dict[str, str], clients: int) -> None:
           f"{', '.join(f'{k} = {v}' for k, v in trees.items())})")
     clients = next((r["clients"] for r in rows), 0)
     print("| tree | delay each way | Redis PING p50 | move p50 | move p99 | new game p50 "
-          f"| {clients} clients: move p50 | move p99 | events/s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"| {clients} clients: move p50 | move p99 | events/s | server CPU ms/event |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         f = r["figures"]
         print(f"| {r['tree']} | {1000 * r['delay']:.1f} ms | {_ms(r['ping'])} ms "
               f"| {_ms(f['move_p50'])} | {_ms(f['move_p99'])} | {_ms(f['new_p50'])} "
-              f"| {_ms(f['crowd_p50'])} | {_ms(f['crowd_p99'])} | {f['events_s']:.0f} |")
+              f"| {_ms(f['crowd_p50'])} | {_ms(f['crowd_p99'])} | {f['events_s']:.0f} "
+              f"| {_ms(f['cpu_event'])} |")
     print("\nmove p50 with the delay minus without (ms; in round trips of the PING's growth):")
     for tree in trees:
         runs = [r for r in rows if r["tree"] == tree]
