@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -59,8 +59,7 @@ __all__ = ["MIGRATIONS_KEY", "SCHEMA_KEY", "STORE_ID_KEY", "RedisStore",
            "unavailable_on_redis_errors"]  # the schema's keys: read by the tests and tools
 
 CACHED_GAMES = 4096  # copies of games kept by a process (as ttt.store.sqlite's)
-
-log = logging.getLogger("ttt.store")
+RECORD_KEPT = 0.25  # seconds a record read with its credits serves the one `record` after
 
 def unavailable_on_redis_errors(method):
     """Turn a lost Redis connection into StoreUnavailable; redis-py reconnects by itself."""
@@ -73,10 +72,6 @@ def unavailable_on_redis_errors(method):
             raise StoreUnavailable(str(error)) from error
 
     return wrapper
-
-
-def _body(match: Match) -> str:
-    return codec.encode(match)
 
 
 def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
@@ -110,6 +105,7 @@ class RedisStore(Health):
         self.riders: list[Callable[[str], tuple[list[tuple], Callable[[list], None]]]] = []
         self._cache: OrderedDict[str, Match] = OrderedDict()  # this process's copies
         self._cache_lock = threading.Lock()
+        self._records: dict[str, tuple[dict, float]] = {}  # player -> (record, good until)
         self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
         self._count_live = self.redis.register_script(redis_scripts.COUNT_LIVE)
         self.start_health()
@@ -122,7 +118,7 @@ class RedisStore(Health):
         return self.untouched_ttl if match.untouched else self.idle_ttl
 
     def _write(self, pipe, match: Match, fresh: bool = False) -> None:
-        pipe.set(game_key(match.id), _body(match), ex=self._ttl(match))
+        pipe.set(game_key(match.id), codec.encode(match), ex=self._ttl(match))
         kind = kind_key(match.mode, match.variant)
         if match.is_over:
             pipe.zrem(LIVE, match.id)
@@ -268,7 +264,19 @@ class RedisStore(Health):
             batch.expire(player_key(who), self.idle_ttl)  # as long as a name or a current game
         keys, args = write_args(batch, game_key(game_id), before.rev, owners, total,
                                 game_key(""), LIVE)
-        return redis_scripts.call(self.redis, keys, args, self._riding(game_id))
+        credited = sorted({who for who, _, _ in update.credits})
+        return redis_scripts.call(self.redis, keys, args, self._riding(game_id) + (
+            [self._records_ride(credited)] if credited else []))
+
+    def _records_ride(self, players: list[str]) -> tuple[list[tuple], Callable[[list], None]]:
+        """The records credited, read behind the write: for the `record` push that follows."""
+        def took(found: list) -> None:
+            if len(self._records) > CACHED_GAMES:  # kept for a `record` that never came
+                self._records.clear()
+            until = time.monotonic() + RECORD_KEPT
+            self._records.update({p: (_record_of(f), until)
+                                  for p, f in zip(players, found, strict=True)})
+        return [("HGETALL", player_key(p)) for p in players], took
 
     @unavailable_on_redis_errors
     def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
@@ -326,6 +334,9 @@ class RedisStore(Health):
 
     @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
+        kept = self._records.pop(player_id, None)  # read with the write that credited it
+        if kept is not None and kept[1] >= time.monotonic():
+            return kept[0]
         return _record_of(self.redis.hgetall(player_key(player_id)))
 
     @unavailable_on_redis_errors
