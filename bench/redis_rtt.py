@@ -185,7 +185,7 @@ def report(rows: list[dict], trees: dict[str, str], clients: int) -> None:
                      - statistics.median(r["figures"][key] for r in fast))
             trip = statistics.median(r["ping"] for r in slow) - statistics.median(
                 r["ping"] for r in fast)
-            print(f"  {tree:<4} {label:<16} +{1000 * grown:.2f} ms = {grown / trip:.1f} round "
+            print(f"  {tree:<4} {label:<16} {1000 * grown:+.2f} ms = {grown / trip:+.1f} round "
                   f"trips")
 
 
