@@ -1,8 +1,9 @@
 """The work one event costs the server, counted, not timed: a budget CI holds (issue 28).
 
-For a move against the AI, a friend's move with a watcher, and a friend joining by the link,
-on the SQLite store and on Redis (store, presence and limits all in Redis), the test counts
-what the event makes the server do:
+For a move against the AI (and one that ends the game), a friend's move with a watcher, a
+friend joining by the link, and new games (by a player with 40 live games too: issue 44, not
+one read per live game), on the SQLite store and on Redis (store, presence and limits all in
+Redis), the test counts what the event makes the server do:
 
 - sql: statements SQLite ran (its trace callback, BEGIN and COMMIT included);
 - store_calls: calls on the game store (each one a connection taken, a round trip on Redis);
@@ -223,6 +224,19 @@ def scenario_move_vs_ai(meter: Meter) -> dict[str, int]:
                                          callback=True))
 
 
+def scenario_last_move_vs_ai(meter: Meter) -> dict[str, int]:
+    """A move against the AI that ends the game (the AI's reply wins): the record credited,
+    and pushed to the player."""
+    me = meter.player()
+    game = me.emit("new_game", {"mode": "ai", "you": "X", "level": "perfect"},
+                   callback=True)["game"]
+    for cell in (0, 8):  # the AI takes the centre, then a corner: X at 0 and 8 block nothing
+        game = me.emit("move", {"game": game["id"], "cell": cell}, callback=True)["game"]
+    free = [i for i, c in enumerate(game["board"]) if c == "."]
+    return meter.measure(lambda: me.emit("move", {"game": game["id"], "cell": free[-1]},
+                                         callback=True))
+
+
 def _friend_game(meter: Meter) -> tuple[Any, Any, dict]:
     host, friend = meter.player(), meter.player()
     game = host.emit("new_game", {"mode": "friend", "you": "X"}, callback=True)["game"]
@@ -257,7 +271,46 @@ def scenario_new_game_vs_ai(meter: Meter) -> dict[str, int]:
                                          callback=True))
 
 
+def _with_live_games(meter: Meter, count: int) -> Any:
+    """A player with `count` live friend games (made in the store: a person would need hours
+    of creations), both seats taken."""
+    import time
+
+    from ttt.match import create, take_seat
+
+    me = meter.player()
+    player = list(meter.table.presence._conns.values())[-1].player
+    # A player who has played (as the other scenarios' new games), their first game over.
+    game = me.emit("new_game", {"mode": "ai", "you": "X", "level": "perfect"},
+                   callback=True)["game"]
+    assert me.emit("move", {"game": game["id"], "cell": 4}, callback=True)["ok"]
+    assert me.emit("resign", {"game": game["id"]}, callback=True)["ok"]
+    for _ in range(count):
+        made = create("friend", player, time.time(), you="X")
+        meter.raw.create(take_seat(made, "f" * 22, time.time()))
+    assert len(meter.raw.live_games(player)) == count
+    return me
+
+
+def scenario_new_game_40_live(meter: Meter) -> dict[str, int]:
+    """A new friend game by a player with 40 live games: the same work as with none (issue 44:
+    each live game was one read, one round trip on Redis)."""
+    me = _with_live_games(meter, 40)
+    return meter.measure(lambda: me.emit("new_game", {"mode": "friend", "you": "X"},
+                                         callback=True))
+
+
+def scenario_new_game_vs_ai_40_live(meter: Meter) -> dict[str, int]:
+    """A new game against the AI by a player with 40 live friend games."""
+    me = _with_live_games(meter, 40)
+    return meter.measure(lambda: me.emit("new_game", {"mode": "ai", "you": "X",
+                                                      "level": "perfect"}, callback=True))
+
+
 SCENARIOS = {"move_vs_ai": scenario_move_vs_ai,
+             "last_move_vs_ai": scenario_last_move_vs_ai,
+             "new_game_40_live": scenario_new_game_40_live,
+             "new_game_vs_ai_40_live": scenario_new_game_vs_ai_40_live,
              "new_game_vs_ai": scenario_new_game_vs_ai,
              "friend_move_watched": scenario_friend_move_watched,
              "join": scenario_join}

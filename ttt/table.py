@@ -433,11 +433,10 @@ class Table:
         nobody else can ever finish them (they would count against the caps for 30 days).
         After the new game is made, so a refused new game changes nothing."""
         pushes: list[Push] = []
-        for game_id in live:
-            match = self.store.get(game_id)
+        for match in self.store.get_many(live) if live else ():  # one read (issue 44)
             if match is None or match.mode != "local" or match.is_over:
                 continue
-            changed = self.store.update(game_id, lambda m: abandon(m, self.clock()))
+            changed = self.store.update(match.id, lambda m: abandon(m, self.clock()))
             if changed and changed[1].rev != changed[0].rev:
                 pushes += self.views.game_pushes(changed[1])
         return pushes
@@ -578,8 +577,7 @@ class Table:
         if limits.creations_per_minute <= 0:
             return
         waiting = 0
-        for game_id in live[: limits.live_per_player]:
-            match = self.store.get(game_id)
+        for match in self.store.get_many(live[: limits.live_per_player]):  # one read (issue 44)
             if (match is not None and match.mode == "friend" and not match.is_over
                     and None in match.seats.values()):
                 waiting += 1

@@ -81,6 +81,10 @@ class GameStore(Protocol):
     def get(self, game_id: str) -> Match | None:
         """The match with that id, or None."""
 
+    def get_many(self, game_ids: list[str]) -> list[Match | None]:
+        """The matches with those ids, in their order (None for each one not there), in one
+        read (one round trip on Redis, one statement on SQLite) however many they are."""
+
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         """Apply `change` atomically; (before, after), or None when there is no such game.
 

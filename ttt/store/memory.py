@@ -61,6 +61,10 @@ class MemoryStore:
         with self._lock:
             return self._games.get(game_id)
 
+    def get_many(self, game_ids: list[str]) -> list[Match | None]:
+        with self._lock:
+            return [self._games.get(game_id) for game_id in game_ids]
+
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         with self._lock:
             before = self._games.get(game_id)

@@ -2,11 +2,13 @@
 
 A game is one JSON string with a time to live: refreshed on every change, long
 while the game is on (`idle_ttl`), shorter once it is over (`finished_ttl`),
-short while nobody has touched it (`untouched_ttl`). A change is WATCH / GET /
-MULTI / SET / EXEC: if another process wrote the game in between, EXEC fails
-and the change is tried again on the new value, so two processes can never
-both land a move on one version. A create with caps is one Lua script: the
-counts and the insert cannot be raced apart.
+short while nobody has touched it (`untouched_ttl`). A change is one round trip
+(ttt/store/redis_scripts.py): computed on this process's cached copy, it is written by
+a Lua script only if the game's `rev` is still the copy's, else the script returns the
+game as it is and the change is computed again on it, so two processes can never both
+land a move on one version. A create's caps are counted in the same script: the counts
+and the insert cannot be raced apart. Reads of other parts (the seats' presence) ride in
+the same round trip (`riders`).
 
 The live games are indexed twice: all of them in LIVE, and each in the index of its kind
 (mode, variant). Every command that adds to or removes from LIVE does the same to the kind
@@ -16,18 +18,17 @@ counts per kind is one ZCARD each.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import json
-import logging
+import threading
 import time
-import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 
 import redis
 
-from ttt import build
 from ttt.match import Match
-from ttt.store import codec, redis_kinds
+from ttt.store import codec, redis_kinds, redis_scripts
 from ttt.store.base import (
     MAX_RETRIES,
     OUTCOMES,
@@ -37,9 +38,11 @@ from ttt.store.base import (
     Credit,
     Profile,
     StoreUnavailable,
+    Update,
     as_update,
     empty_record,
 )
+from ttt.store.redis_health import MIGRATIONS_KEY, SCHEMA_KEY, STORE_ID_KEY, Health
 from ttt.store.redis_keys import (
     BEAT,
     DEADLINES,
@@ -50,59 +53,13 @@ from ttt.store.redis_keys import (
     live_of,
     player_key,
 )
-from ttt.store.schema import READABLE_FROM, SCHEMA_VERSION, check
+from ttt.store.redis_scripts import GONE, STALE, WRITTEN, Batch, write_args
 
-# KEYS: game, LIVE, the game's kind index, the live index of each owner (player, or '@'
-# address). ARGV: body, ttl, updated, id, total, game key prefix, the cap of each owner (0: none).
-CREATE_CAPPED = """
-local owners = #KEYS - 3
-for i = 1, owners do
-  local cap = tonumber(ARGV[6 + i])
-  local live = 0
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[3 + i], 0, -1)) do
-    if redis.call('EXISTS', ARGV[6] .. id) == 1 then live = live + 1
-    else redis.call('ZREM', KEYS[3 + i], id) end  -- expired by its TTL
-  end
-  if cap > 0 and live >= cap then return 2 + i end  -- which owner: a player or the address
-end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 2 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-for i = 1, owners do
-  redis.call('ZADD', KEYS[3 + i], ARGV[3], ARGV[4])
-  if redis.call('TTL', KEYS[3 + i]) < tonumber(ARGV[2]) then
-    redis.call('EXPIRE', KEYS[3 + i], ARGV[2])
-  end
-end
-return 0
-"""
+__all__ = ["MIGRATIONS_KEY", "SCHEMA_KEY", "STORE_ID_KEY", "RedisStore",
+           "unavailable_on_redis_errors"]  # the schema's keys: read by the tests and tools
 
-
-log = logging.getLogger("ttt.store")
-
-# The layout's version (ttt/store/schema.py): a hash {version, readable_from} that no TTL or
-# eviction touches, and the list of migrations run (one JSON record each).
-SCHEMA_KEY = f"{PREFIX}schema"
-MIGRATIONS_KEY = f"{PREFIX}migrations"
-# The store's identity (issue 45): a random id written once, by the first process to find
-# none (SET NX), and read back by every other. `ping` (each /healthz and scrape) checks it is
-# still there: a FLUSHDB, a Redis restarted without its data or another database is a store
-# down at the next probe, not a log line at the next purge. A backup carries it (a ttt: key),
-# so a restore brings the same store back.
-STORE_ID_KEY = f"{PREFIX}store-id"
-# KEYS: SCHEMA_KEY, MIGRATIONS_KEY. ARGV: this code's version, readable_from, the record.
-# Returns the version and readable_from found before; records ours only when it is newer.
-MIGRATE = """
-local found = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-local readable = tonumber(redis.call('HGET', KEYS[1], 'readable_from') or tostring(found))
-if found < tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'version', ARGV[1], 'readable_from', ARGV[2])
-  redis.call('RPUSH', KEYS[2], ARGV[3])
-end
-return {found, readable, redis.call('EXISTS', KEYS[1])}
-"""
-
+CACHED_GAMES = 4096  # copies of games kept by a process (as ttt.store.sqlite's)
+RECORD_KEPT = 0.25  # seconds a record read with its credits serves the one `record` after
 
 def unavailable_on_redis_errors(method):
     """Turn a lost Redis connection into StoreUnavailable; redis-py reconnects by itself."""
@@ -117,10 +74,6 @@ def unavailable_on_redis_errors(method):
     return wrapper
 
 
-def _body(match: Match) -> str:
-    return codec.encode(match)
-
-
 def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
     """A player's record from the fields of their hash (`level:outcome` counts)."""
     record = empty_record()
@@ -130,7 +83,13 @@ def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
             record[level][outcome] = int(count)
     return record
 
-class RedisStore:
+def _cap_reached(refused: int, owners: list[tuple[str, int]]) -> CapReached:
+    """The refusal of a WRITE over a cap (2: on all games; 2 + i: on owner i's)."""
+    by_address = refused > 2 and owners[refused - 3][0].startswith(live_of("@"))
+    return CapReached(per_player=refused != 2, per_address=by_address)
+
+
+class RedisStore(Health):
     """One connection pool to one Redis database."""
 
     def __init__(self, url: str, finished_ttl: float = 7 * 24 * 3600,
@@ -141,36 +100,17 @@ class RedisStore:
         self.finished_ttl = int(finished_ttl)
         self.idle_ttl = int(idle_ttl)
         self.untouched_ttl = int(min(untouched_ttl, idle_ttl))
-        self._create_capped = self.redis.register_script(CREATE_CAPPED)
+        # Reads of other parts sent in a write's round trip: each, given the game written,
+        # gives its commands and what takes their answers (ttt.web.realtime.presence).
+        self.riders: list[Callable[[str], tuple[list[tuple], Callable[[list], None]]]] = []
+        self._cache: OrderedDict[str, Match] = OrderedDict()  # this process's copies
+        self._cache_lock = threading.Lock()
+        self._records: dict[str, tuple[dict, float]] = {}  # player -> (record, good until)
         self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
-        self._migrate = self.redis.register_script(MIGRATE)
-        self.schema_checked = False
-        self.identity: str | None = None  # STORE_ID_KEY's value, once read
-        self.lost = False  # the identity is gone or another: the data went with it
-        try:
-            self.migrate_schema()
-            self.identity = self._claim_identity()
-        except (redis.ConnectionError, redis.TimeoutError) as error:
-            # Serve anyway (the store's errors say the rest); checked again at each purge.
-            log.warning("redis store unreachable at start-up, schema not checked yet: %s",
-                        error)
-
-    def migrate_schema(self) -> int:
-        """Check the layout's version, refuse a newer one (SchemaTooNew), record ours once.
-        The version found before."""
-        record = json.dumps({"version": SCHEMA_VERSION, "readable_from": READABLE_FROM,
-                             "at": time.time(), "release": build.release()})
-        found, readable, _ = self._migrate(keys=[SCHEMA_KEY, MIGRATIONS_KEY],
-                                           args=[SCHEMA_VERSION, READABLE_FROM, record])
-        found, readable = int(found), int(readable)
-        if found == 0 and self.schema_checked:
-            # Seen before by this process, gone now: Redis restarted without its data (no
-            # AOF, or evicted under maxmemory): every game, seat and record went with it.
-            log.error("redis store lost its data (the schema key %s is gone): was it "
-                      "restarted without persistence? see deploy/redis.conf", SCHEMA_KEY)
-        check("redis", found, readable)
-        self.schema_checked = True
-        return found
+        self._count_live = self.redis.register_script(redis_scripts.COUNT_LIVE)
+        self.start_health()
+        with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
+            redis_scripts.load(self.redis)  # the first write's EVALSHA finds it
 
     def _ttl(self, match: Match) -> int:
         if match.is_over:
@@ -178,7 +118,7 @@ class RedisStore:
         return self.untouched_ttl if match.untouched else self.idle_ttl
 
     def _write(self, pipe, match: Match, fresh: bool = False) -> None:
-        pipe.set(game_key(match.id), _body(match), ex=self._ttl(match))
+        pipe.set(game_key(match.id), codec.encode(match), ex=self._ttl(match))
         kind = kind_key(match.mode, match.variant)
         if match.is_over:
             pipe.zrem(LIVE, match.id)
@@ -201,70 +141,142 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def create(self, match: Match, caps: Caps | None = None) -> None:
-        if caps is None or match.is_over:
-            pipe = self.redis.pipeline(transaction=True)
-            self._write(pipe, match, fresh=True)
-            pipe.execute()
-            return
-        owners = match.owners()
-        refused = self._create_capped(
-            keys=[game_key(match.id), LIVE, kind_key(match.mode, match.variant),
-                  *(live_of(who) for who in owners)],
-            args=[_body(match), self._ttl(match), match.updated, match.id, caps.total,
-                  game_key(""), *(caps.per_origin if w.startswith("@") else caps.per_player
-                               for w in owners)])
-        if refused:
-            raise CapReached(per_player=refused != 2,
-                             per_address=refused > 2 and owners[refused - 3].startswith("@"))
-        if match.deadline is not None:
-            self.redis.zadd(DEADLINES, {match.id: match.deadline})
+        batch = Batch()
+        self._write(batch, match, fresh=True)
+        owners, total = self._caps_of(match, caps) if caps and not match.is_over else ((), None)
+        keys, args = write_args(batch, owners=owners, total=total, prefix=game_key(""),
+                                live=LIVE)
+        answer = redis_scripts.call(self.redis, keys, args, self._riding(match.id))
+        if answer[0] != WRITTEN:
+            raise _cap_reached(int(answer[0]), owners)
+        self._remember(match)
 
-    def _check(self, pipe, match: Match, caps: Caps) -> None:
-        """Refuse a new game over its caps, counted on WATCHed indexes: if another process
-        adds a live game to one of them before EXEC, the whole change is tried again."""
-        owners = match.owners()
-        pipe.watch(*(live_of(who) for who in owners))
-        for who in owners:
-            cap = caps.per_origin if who.startswith("@") else caps.per_player
-            ids = pipe.zrange(live_of(who), 0, -1)
-            if cap and ids and pipe.exists(*(game_key(gid) for gid in ids)) >= cap:
-                raise CapReached(per_player=True, per_address=who.startswith("@"))
-        if pipe.zcard(LIVE) >= caps.total:
-            raise CapReached(per_player=False)
+    @staticmethod
+    def _caps_of(match: Match, caps: Caps) -> tuple[list[tuple[str, int]], int]:
+        """The live index and cap of each owner of a new game, and the cap on all games."""
+        return ([(live_of(who), caps.per_origin if who.startswith("@") else caps.per_player)
+                 for who in match.owners()], caps.total)
+
+    def _riding(self, game_id: str) -> list[tuple[list[tuple], Callable[[list], None]]]:
+        return [rider(game_id) for rider in self.riders]
+
+    def _remember(self, match: Match) -> None:
+        with self._cache_lock:
+            self._cache[match.id] = match
+            self._cache.move_to_end(match.id)
+            if len(self._cache) > CACHED_GAMES:
+                self._cache.popitem(last=False)
+
+    def _forget(self, game_id: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(game_id, None)
+
+    def cached(self, game_id: str) -> Match | None:
+        """The copy of a game this process last read or wrote, or None: no round trip, and
+        maybe stale (another process may have changed it since), so good only for what no
+        change undoes (a game's mode, that it is over) and as the first guess of `update`."""
+        return self._copy(game_id)
+
+    def _copy(self, game_id: str) -> Match | None:
+        with self._cache_lock:
+            return self._cache.get(game_id)
 
     @unavailable_on_redis_errors
     def get(self, game_id: str) -> Match | None:
         body = self.redis.get(game_key(game_id))
-        return codec.decode(body) if body else None
+        if not body:
+            self._forget(game_id)
+            return None
+        match = codec.decode(body)
+        self._remember(match)
+        return match
+
+    @unavailable_on_redis_errors
+    def get_many(self, game_ids: list[str]) -> list[Match | None]:
+        if not game_ids:
+            return []
+        found = []
+        for game_id, body in zip(game_ids, self.redis.mget([game_key(g) for g in game_ids]),
+                                 strict=True):
+            found.append(codec.decode(body) if body else None)
+            if found[-1] is None:
+                self._forget(game_id)
+            else:
+                self._remember(found[-1])
+        return found
 
     @unavailable_on_redis_errors
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        key = game_key(game_id)
+        # The cached copy first (no read): the script writes only if the game is still at its
+        # rev, else answers the game as it is, and the change is computed again on that.
+        before = self._copy(game_id)
+        fresh = False  # whether `before` is the game as stored (read in this call)
         for _ in range(MAX_RETRIES):
-            with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    pipe.watch(key)
-                    body = pipe.get(key)
-                    if body is None:
-                        return None
-                    before = codec.decode(body)
-                    update = as_update(change(before))
-                    after = update.match
-                    if after.rev == before.rev:
-                        return before, after
-                    if update.create and update.caps:
-                        self._check(pipe, update.create, update.caps)
-                    pipe.multi()
-                    self._write(pipe, after, fresh=set(after.owners()) != set(before.owners()))
-                    if update.create:
-                        self._write(pipe, update.create, fresh=True)
-                    for who, level, outcome in update.credits:
-                        pipe.hincrby(player_key(who), f"{level}:{outcome}", 1)
-                    pipe.execute()
+            if before is None:
+                body = self.redis.get(game_key(game_id))
+                if body is None:
+                    self._forget(game_id)
+                    return None
+                before, fresh = codec.decode(body), True
+            try:
+                update = as_update(change(before))
+            except Exception:
+                if fresh:
+                    raise
+                before = None  # maybe refused for a stale reason: decided on the stored game
+                continue
+            after = update.match
+            if after.rev == before.rev:
+                if fresh:  # nothing to write: only the stored game may say so
+                    self._remember(before)
                     return before, after
-                except redis.WatchError:
-                    continue  # another process changed it: try again on the new value
+                before = None
+                continue
+            answer = self._write_change(game_id, before, update)
+            if answer[0] == WRITTEN:
+                self._remember(after)
+                if update.create:
+                    self._remember(update.create)
+                return before, after
+            if answer[0] == GONE:
+                self._forget(game_id)
+                return None
+            if answer[0] == STALE:  # another process wrote it: again, on the game as it is
+                before, fresh = codec.decode(answer[1]), True
+                continue
+            assert update.create is not None and update.caps is not None
+            raise _cap_reached(int(answer[0]), self._caps_of(update.create, update.caps)[0])
         raise StoreUnavailable("too much contention on one game")
+
+    def _write_change(self, game_id: str, before: Match, update: Update) -> list:
+        """One WRITE: the change, the game it creates (caps counted), the records credited."""
+        after = update.match
+        batch = Batch()
+        self._write(batch, after, fresh=set(after.owners()) != set(before.owners()))
+        owners: list[tuple[str, int]] = []
+        total = None
+        if update.create:
+            self._write(batch, update.create, fresh=True)
+            if update.caps:
+                owners, total = self._caps_of(update.create, update.caps)
+        for who, level, outcome in update.credits:
+            batch.hincrby(player_key(who), f"{level}:{outcome}", 1)
+            batch.expire(player_key(who), self.idle_ttl)  # as long as a name or a current game
+        keys, args = write_args(batch, game_key(game_id), before.rev, owners, total,
+                                game_key(""), LIVE)
+        credited = sorted({who for who, _, _ in update.credits})
+        return redis_scripts.call(self.redis, keys, args, self._riding(game_id) + (
+            [self._records_ride(credited)] if credited else []))
+
+    def _records_ride(self, players: list[str]) -> tuple[list[tuple], Callable[[list], None]]:
+        """The records credited, read behind the write: for the `record` push that follows."""
+        def took(found: list) -> None:
+            if len(self._records) > CACHED_GAMES:  # kept for a `record` that never came
+                self._records.clear()
+            until = time.monotonic() + RECORD_KEPT
+            self._records.update({p: (_record_of(f), until)
+                                  for p, f in zip(players, found, strict=True)})
+        return [("HGETALL", player_key(p)) for p in players], took
 
     @unavailable_on_redis_errors
     def resume(self, clock: Callable[[], float], grace: float, credit: Credit) -> list[Match]:
@@ -284,6 +296,8 @@ class RedisStore:
                         self._write(pipe, match)
                     pipe.set(BEAT, repr(now))
                     pipe.execute()
+                    for match in credited:
+                        self._remember(match)
                     return credited
                 except redis.WatchError:
                     continue
@@ -307,6 +321,7 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def delete(self, game_id: str) -> None:
+        self._forget(game_id)
         body = self.redis.get(game_key(game_id))
         pipe = self.redis.pipeline(transaction=True)
         pipe.delete(game_key(game_id))
@@ -319,6 +334,9 @@ class RedisStore:
 
     @unavailable_on_redis_errors
     def record(self, player_id: str) -> dict[str, dict[str, int]]:
+        kept = self._records.pop(player_id, None)  # read with the write that credited it
+        if kept is not None and kept[1] >= time.monotonic():
+            return kept[0]
         return _record_of(self.redis.hgetall(player_key(player_id)))
 
     @unavailable_on_redis_errors
@@ -424,47 +442,8 @@ class RedisStore:
     def count_live(self, player_id: str | None = None) -> int:
         if player_id is None:
             return self.redis.zcard(LIVE)
-        # A player's index may hold games that expired: count the ones still there.
-        ids = self.redis.zrange(live_of(player_id), 0, -1)
-        if not ids:
-            return 0
-        there = self.redis.exists(*(game_key(gid) for gid in ids))
-        if there < len(ids):
-            pipe = self.redis.pipeline(transaction=False)
-            for gid in ids:
-                pipe.exists(game_key(gid))
-            missing = [g for g, ok in zip(ids, pipe.execute(), strict=True) if not ok]
-            if missing:
-                self.redis.zrem(live_of(player_id), *missing)
-        return there
-
-    def _claim_identity(self) -> str:
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(STORE_ID_KEY, uuid.uuid4().hex, nx=True)
-        pipe.get(STORE_ID_KEY)
-        return pipe.execute()[1]
-
-    def ping(self) -> bool:
-        """Whether Redis answers and still holds this store's identity (one round trip)."""
-        try:
-            if self.identity is None:  # unreachable at start-up: claimed at the first answer
-                self.identity = self._claim_identity()
-                return True
-            found = self.redis.get(STORE_ID_KEY)
-        except (redis.ConnectionError, redis.TimeoutError):
-            return False
-        lost = found != self.identity
-        if lost != self.lost:
-            self.lost = lost
-            if lost:
-                log.error("redis store lost its data: its identity %s is %s (FLUSHDB, a "
-                          "restart without persistence, another database?): restore the last "
-                          "backup, or restart every process to start anew (docs/runbook.md, "
-                          "TTTStoreLostData)", STORE_ID_KEY,
-                          "gone" if found is None else "another store's")
-            else:
-                log.warning("redis store's identity is back (restored)")
-        return not lost
+        # A player's index may hold games that expired: counted (and mended) in one step.
+        return int(self._count_live(keys=[live_of(player_id)], args=[game_key("")]))
 
     def close(self) -> None:
         self.redis.close()

@@ -1,9 +1,9 @@
 """The Redis indexes of live games by kind (mode, variant), kept beside LIVE.
 
 Every command that adds a game to LIVE or takes one out does the same to its kind's index,
-in the same MULTI or Lua script (RedisStore._write, CREATE_CAPPED, `unlist`), so the kinds
-always add up to LIVE and the count per kind is one ZCARD each. `mend` is for the upgrade:
-live games written by a process of a release without these indexes.
+in the same MULTI or Lua script (RedisStore._write, run by redis_scripts.WRITE; `unlist`), so
+the kinds always add up to LIVE and the count per kind is one ZCARD each. `mend` is for the
+upgrade: live games written by a process of a release without these indexes.
 """
 
 from __future__ import annotations

@@ -190,6 +190,14 @@ class SqliteStore(SqlitePlayers):
             row = conn.execute("SELECT body FROM games WHERE id = ?", (game_id,)).fetchone()
         return codec.decode(row[0]) if row else None
 
+    def get_many(self, game_ids: list[str]) -> list[Match | None]:
+        if not game_ids:
+            return []
+        with self._conn() as conn:  # one statement (a player's live games are few: ≤ caps)
+            rows = dict(conn.execute(f"SELECT id, body FROM games WHERE id IN "
+                                     f"({','.join('?' * len(game_ids))})", game_ids))
+        return [codec.decode(rows[g]) if g in rows else None for g in game_ids]
+
     def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
         # The common move first: the change applied to the cached copy, outside any lock (the
         # compare-and-set on `rev` is what makes it safe; the lock only orders this process's

@@ -78,8 +78,12 @@ def _init_store(app: Flask) -> None:
 def _init_presence(app: Flask) -> None:
     """Who is connected to which seat; shared through Redis when several processes serve."""
     shared = _shared(app)
+    seats = RedisSeats(shared) if shared else MemorySeats()
+    store = app.extensions["ttt_store"].wrapped
+    if isinstance(seats, RedisSeats) and shared == getattr(store, "url", None):
+        store.riders.append(seats.ride)  # a write's round trip brings its game's presence
     app.extensions["ttt_presence"] = Presence(
-        RedisSeats(shared) if shared else MemorySeats(),
+        seats,
         max_connections=app.config["TTT_MAX_CONNECTIONS"],
         per_address=app.config["TTT_MAX_CONNECTIONS_PER_ADDRESS"],
         limiter=open_limiter(shared), blip=float(app.config["TTT_BLIP"]))

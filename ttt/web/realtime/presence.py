@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -25,6 +26,9 @@ from ttt.store.redis import unavailable_on_redis_errors
 LEASE_SECONDS = 30.0
 WATCH = "watch"          # the "seat" that spectators hold
 FORGET_AFTER = 600.0     # a departure older than this is as good as "long ago"
+# A game's presence read in the round trip of its write (RedisSeats.ride) is what the views
+# of that event read: good this long, and only until this process changes the game's seats.
+RIDDEN_FOR = 0.25
 
 
 @dataclass
@@ -46,6 +50,38 @@ def seats_of(match: Match, player: str) -> tuple[str, ...]:
     """The leases a player's connection holds in a match: its sides, or the watchers' one."""
     role = match.role(player)
     return ("X", "O") if role == "both" else (role,) if role in ("X", "O") else (WATCH,)
+
+
+Leave = tuple[str, tuple[str, ...], float]  # game, marks, grace
+Join = tuple[str, tuple[str, ...]]         # game, marks
+Snapshots = tuple[tuple[dict[str, bool], int], tuple[dict[str, bool], int]]  # before, after
+
+
+def _present(answers) -> tuple[dict[str, bool], int]:
+    """`present` from the next three ZCOUNTs (X, O, watchers) of a pipeline's answers."""
+    x, o, watchers = next(answers), next(answers), next(answers)
+    return {"X": x > 0, "O": o > 0}, watchers
+
+
+def _shift(seats: MemorySeats, sid: str, leave: Leave | None,
+           join: Join | None) -> list[Snapshots | None]:
+    found: list[Snapshots | None] = []
+    if leave and leave[1]:
+        before = seats.present(leave[0])
+        for mark in leave[1]:
+            seats.remove(leave[0], mark, sid, leave[2])
+        found.append((before, seats.present(leave[0])))
+    else:
+        found.append(None)
+    if join and join[1]:
+        before = seats.present(join[0])
+        for mark in join[1]:
+            seats.add(join[0], mark, sid)
+        found.append((before, seats.present(join[0])))
+    else:
+        found.append(None)
+    return found
+
 
 
 class MemorySeats:
@@ -92,6 +128,11 @@ class MemorySeats:
         left = self._left.get((game, mark))
         return None if left is None else min(left, self._clock())
 
+    def shift(self, sid: str, leave: Leave | None, join: Join | None) -> list[Snapshots | None]:
+        """`sid` leaves the seats `leave` names (game, marks, grace) and takes those of `join`
+        (game, marks); each game's `present` before and after its part (None: no part)."""
+        return _shift(self, sid, leave, join)
+
     def renew(self, held: list[tuple[str, str, str]]) -> None:
         """Nothing to renew (a process's memory dies with its connections); forget old news."""
         horizon = self._clock() - FORGET_AFTER
@@ -106,14 +147,44 @@ class RedisSeats:
         self._redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
                                            socket_connect_timeout=2)
         self._clock = clock
+        # game -> (present, read at by the clock, good until by time.monotonic): `ride`'s.
+        self._ridden: dict[str, tuple[tuple[dict[str, bool], int], float, float]] = {}
 
     @staticmethod
     def _key(game: str, mark: str) -> str:
         return f"ttt:seen:{game}:{mark}"
 
+    def ride(self, game: str) -> tuple[list[tuple], Callable[[list], None]]:
+        """The reads of `present` to send in the round trip of a write of `game` (the Redis
+        store's `riders`), and what keeps their answers for `present` to give the event's
+        views (issue 44: a move was its write and one presence read per view)."""
+        now = self._clock()
+        commands = [("ZCOUNT", self._key(game, mark), f"({now}", "+inf")
+                    for mark in ("X", "O", WATCH)]
+
+        def took(counts: list) -> None:
+            if len(self._ridden) > 1024:
+                self._ridden.clear()
+            self._ridden[game] = (({"X": counts[0] > 0, "O": counts[1] > 0}, counts[2]), now,
+                                  time.monotonic() + RIDDEN_FOR)
+
+        return commands, took
+
+    def _ridden_present(self, game: str) -> tuple[dict[str, bool], int] | None:
+        ridden = self._ridden.get(game)
+        if ridden is None:
+            return None
+        (online, watchers), at, until = ridden
+        if until < time.monotonic() or not 0 <= self._clock() - at <= RIDDEN_FOR:
+            self._ridden.pop(game, None)  # (a test's clock moved on counts too)
+            return None
+        return dict(online), watchers
+
     @unavailable_on_redis_errors
     def _set(self, entries: list[tuple[str, str, str]], score: float,
              leaving: bool = False) -> None:
+        for game, _, _ in entries:
+            self._ridden.pop(game, None)  # a change here: read it again
         pipe = self._redis.pipeline(transaction=False)
         for game, mark, sid in entries:
             if mark == WATCH and leaving:
@@ -122,6 +193,8 @@ class RedisSeats:
                 pipe.zadd(self._key(game, mark), {sid: score})
             pipe.expire(self._key(game, mark), 24 * 3600)
         pipe.execute()
+        for game, _, _ in entries:
+            self._ridden.pop(game, None)
 
     def add(self, game: str, mark: str, sid: str) -> None:
         self._set([(game, mark, sid)], self._clock() + LEASE_SECONDS)
@@ -132,6 +205,9 @@ class RedisSeats:
 
     @unavailable_on_redis_errors
     def online(self, game: str) -> dict[str, bool]:
+        ridden = self._ridden_present(game)
+        if ridden is not None:
+            return ridden[0]
         now = self._clock()
         pipe = self._redis.pipeline(transaction=False)
         for mark in ("X", "O"):
@@ -141,12 +217,19 @@ class RedisSeats:
 
     @unavailable_on_redis_errors
     def watchers(self, game: str) -> int:
+        ridden = self._ridden_present(game)
+        if ridden is not None:
+            return ridden[1]
         return self._redis.zcount(self._key(game, WATCH), f"({self._clock()}", "+inf")
 
     @unavailable_on_redis_errors
     def present(self, game: str) -> tuple[dict[str, bool], int]:
         """`online` and `watchers` in one round trip: the same three ZCOUNTs, one pipeline
-        (issue 28: a view made two round trips for them, and an event builds two or three)."""
+        (issue 28: a view made two round trips for them, and an event builds two or three);
+        none when the event's write brought them (`ride`)."""
+        ridden = self._ridden_present(game)
+        if ridden is not None:
+            return ridden
         now = self._clock()
         pipe = self._redis.pipeline(transaction=False)
         for mark in ("X", "O", WATCH):
@@ -159,9 +242,53 @@ class RedisSeats:
         top = self._redis.zrevrange(self._key(game, mark), 0, 0, withscores=True)
         return min(top[0][1], self._clock()) if top else None
 
+    @unavailable_on_redis_errors
+    def shift(self, sid: str, leave: Leave | None, join: Join | None) -> list[Snapshots | None]:
+        """As MemorySeats.shift, in one round trip: the reads and writes of both parts in one
+        pipeline (no read decides a write); the last reads kept for the views (`ride`)."""
+        now = self._clock()
+        pipe = self._redis.pipeline(transaction=False)
+        parts = [(leave[0], leave[1], now + leave[2], True) if leave and leave[1] else None,
+                 (join[0], join[1], now + LEASE_SECONDS, False) if join and join[1] else None]
+        for part in parts:
+            if part is None:
+                continue
+            game, marks, score, leaving = part
+            self._ridden.pop(game, None)
+            for _ in range(2):  # before, the seats, after
+                for mark in ("X", "O", WATCH):
+                    pipe.zcount(self._key(game, mark), f"({now}", "+inf")
+                if _ == 0:
+                    for mark in marks:
+                        if mark == WATCH and leaving:
+                            pipe.zrem(self._key(game, mark), sid)
+                        else:
+                            pipe.zadd(self._key(game, mark), {sid: score})
+                        pipe.expire(self._key(game, mark), 24 * 3600)
+        answers = iter(pipe.execute())
+        found: list[Snapshots | None] = []
+        for part in parts:
+            if part is None:
+                found.append(None)
+                continue
+            before = _present(answers)
+            for _ in range(2 * len(part[1])):
+                next(answers)
+            after = _present(answers)
+            self._ridden[part[0]] = (after, now, time.monotonic() + RIDDEN_FOR)
+            found.append((before, after))
+        return found
+
     def renew(self, held: list[tuple[str, str, str]]) -> None:
         if held:
             self._set(held, self._clock() + LEASE_SECONDS)
+
+
+def _changes(leave: Leave | None, left: Snapshots | None) -> dict[str, bool]:
+    """The game left, if its presence or watchers changed, with whether its seats' did."""
+    if leave is None or left is None or left[1] == left[0]:
+        return {}
+    return {leave[0]: left[1][0] != left[0][0]}
 
 
 class Presence:
@@ -226,15 +353,12 @@ class Presence:
             seats = seats_of(match, conn.player) if conn.holds_seats else ()
             if conn.game == match.id and conn.role == role and conn.seats == seats:
                 return {}
-            changed = self._leave(sid, conn)
-            game = match.id
-            before = self._snapshot(game)
-            conn.game, conn.role, conn.seats = game, role, seats
-            for mark in conn.seats:
-                self.seats.add(game, mark, sid)
-            after = self._snapshot(game)
-            if after != before:
-                changed[game] = changed.get(game, False) or after[0] != before[0]
+            leave = (conn.game, conn.seats, 0.0) if conn.game else None
+            left, joined = self.seats.shift(sid, leave, (match.id, seats))
+            conn.game, conn.role, conn.seats = match.id, role, seats
+            changed = _changes(leave, left)
+            if joined is not None and joined[1] != joined[0]:
+                changed[match.id] = changed.get(match.id, False) or joined[1][0] != joined[0][0]
             return dict(sorted(changed.items()))
 
     def disconnect(self, sid: str) -> dict[str, bool]:
@@ -263,20 +387,11 @@ class Presence:
         return sorted(game for game in games
                       if not all(self.seats.online(game)[mark] for g, mark in ripe if g == game))
 
-    def _snapshot(self, game: str) -> tuple:
-        return self.seats.present(game)
-
     def _leave(self, sid: str, conn: Connection, grace: float = 0.0) -> dict[str, bool]:
-        if not conn.game or not conn.seats:
-            conn.game, conn.role, conn.seats = None, None, ()
-            return {}
-        game = conn.game
-        before = self._snapshot(game)
-        for mark in conn.seats:
-            self.seats.remove(game, mark, sid, grace)
+        leave = (conn.game, conn.seats, grace) if conn.game else None
+        left = self.seats.shift(sid, leave, None)[0] if leave and conn.seats else None
         conn.game, conn.role, conn.seats = None, None, ()
-        after = self._snapshot(game)
-        return {game: after[0] != before[0]} if after != before else {}
+        return _changes(leave, left)
 
     def online(self, game_id: str) -> dict[str, bool]:
         """Whether each side of a game has a live connection."""

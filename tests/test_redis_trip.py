@@ -1,0 +1,88 @@
+"""What rides in the Redis store's one round trip (issue 44), and when it is read again.
+
+A game's presence read in the round trip of its write serves the event's views, but never
+after this process changed the game's leases, nor once the clock moved on; a connection's
+leases and the presence before and after are one pipeline that says what MemorySeats says;
+the records a change credits are read with it and serve the one `record` that follows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from ttt.match import create, play, take_seat
+from ttt.store.base import Update
+from ttt.store.redis import RedisStore
+from ttt.web.realtime.presence import WATCH, MemorySeats, RedisSeats
+
+X, O = "x" * 22, "o" * 22  # noqa: E741 - the sides
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def commands(redis_url):
+    """How many commands Redis ran so far (INFO aside), read on one connection of its own."""
+    counter = redis.Redis.from_url(redis_url)
+
+    def count() -> int:
+        stats = counter.info("commandstats")
+        return sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
+
+    yield count
+    counter.close()
+
+
+def test_the_presence_read_with_a_write_serves_the_views_until_a_lease_changes(redis_url, commands):
+    clock = Clock()
+    store, seats = RedisStore(redis_url), RedisSeats(redis_url, clock=clock)
+    store.riders.append(seats.ride)
+    match = take_seat(create("friend", X, clock.now, you="X"), O, clock.now)
+    seats.add(match.id, "X", "sid-x")
+    store.create(match)  # the presence rides in the create's round trip
+    before = commands()
+    assert seats.present(match.id) == ({"X": True, "O": False}, 0)
+    assert seats.online(match.id) == {"X": True, "O": False} and seats.watchers(match.id) == 0
+    assert commands() == before  # no read: the ride's answer
+    seats.add(match.id, WATCH, "sid-w")  # a lease changed here: read again
+    assert seats.present(match.id) == ({"X": True, "O": False}, 1)
+    store.update(match.id, lambda m: play(m, X, 4, clock.now))
+    clock.now += 31  # the leases ran out: the ride's answer is not served past its moment
+    assert seats.present(match.id) == ({"X": False, "O": False}, 0)
+    store.close()
+    seats._redis.close()
+
+
+def test_a_connections_shift_says_what_memory_seats_say(redis_url):
+    clock = Clock()
+    shared, local = RedisSeats(redis_url, clock=clock), MemorySeats(clock=clock)
+    steps = [(None, ("g1", ("X",))), (("g1", ("X",), 0.0), ("g2", (WATCH,))),
+             (("g2", (WATCH,), 0.0), ("g1", ("X", "O"))), (("g1", ("X", "O"), 5.0), None)]
+    for leave, join in steps:
+        assert shared.shift("sid", leave, join) == local.shift("sid", leave, join)
+        for game in ("g1", "g2"):
+            assert shared.present(game) == local.present(game)
+    shared._redis.close()
+
+
+def test_the_records_a_change_credits_serve_the_record_read_after_it(redis_url, commands):
+    store = RedisStore(redis_url)
+    now = time.time()
+    match = create("ai", X, now, you="X", level="perfect")
+    store.create(match)
+    store.update(match.id, lambda m: Update(m.changed(now), (("p" * 22, "perfect", "losses"),)))
+    before = commands()
+    assert store.record("p" * 22)["perfect"]["losses"] == 1
+    assert commands() == before  # read with the write
+    assert store.record("p" * 22)["perfect"]["losses"] == 1
+    assert commands() == before + 1  # once only: then from Redis
+    store.close()
