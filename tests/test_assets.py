@@ -132,3 +132,20 @@ def test_scripts_are_served_without_their_whole_line_comments_and_nothing_else(c
         unversioned = re.sub(r"\.js\?v=\w+", ".js", body)  # imports carry their versions
         assert [line for line in unversioned.splitlines()
                 if not re.match(r"\s*(//|/\*|\*)", line)] == kept, path.name
+
+
+def test_the_status_and_its_detail_are_in_the_first_paint(client):
+    """Painted with the HTML, so that the script's later words are no new LCP (issue 42)."""
+    home = client.get("/?lang=fr").get_data(as_text=True)
+    assert re.search(r'<p class="status" id="status">Connexion…</p>', home)
+    assert re.search(r'<p class="detail" id="detail">Ta partie se prépare</p>', home)
+    client.get("/?lang=en")
+    with client.session_transaction() as session:
+        player = session["pid"]
+    from ttt.match import create
+    from ttt.web.extensions import get_store
+    with client.application.app_context():
+        match = create("friend", player, 0.0, you="X")
+        get_store().create(match)
+    link = client.get(f"/g/{match.id}").get_data(as_text=True)
+    assert '<p class="detail" id="detail">Opening this link\'s game</p>' in link
