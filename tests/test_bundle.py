@@ -28,7 +28,8 @@ const { c } = await import("./c.js");
 log.push(c(), later());
 console.log(JSON.stringify(log));
 """,
-    "js/a.js": 'import { bump } from "./b.js";\n// a comment\nexport function a() { bump(); return "a"; }\n',
+    "js/a.js": ('import { bump } from "./b.js";\n// a comment\n'
+                'export function a() { bump(); return "a"; }\n'),
     "js/b.js": """let bumps = 0;
 export const later = () => bumps;
 export function count() { return bumps; }

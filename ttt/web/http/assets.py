@@ -7,7 +7,9 @@ the same versioned URLs, so a module loaded by `import` is the very module a `mo
 fetched, and the browser never asks the server again for a file it has. A JavaScript file's
 version covers every file it imports, directly or not (its rewritten imports name them).
 Files are read once, at start-up (as the service worker's precache list always was): an edit
-under static/ is served from the next start.
+under static/ is served from the next start. The pages load their scripts bundled (bundle.py):
+`bundle/main.js` and `bundle/main.later.js` are made here, from the same sources, and
+versioned like any file.
 """
 
 from __future__ import annotations

@@ -148,9 +148,12 @@ function __require(name) {
   let found = __done[name];
   if (!found) {
     const exports = found = __done[name] = {};
-    __modules[name]((getters) => {
-      for (const key in getters) Object.defineProperty(exports, key, { get: getters[key], enumerable: true });
-    }, __require, __load);
+    const define = (getters) => {
+      for (const key in getters) {
+        Object.defineProperty(exports, key, { get: getters[key], enumerable: true });
+      }
+    };
+    __modules[name](define, __require, __load);
   }
   return found;
 }
