@@ -75,17 +75,23 @@ def test_an_import_cycle_is_refused():
         bundle.bundle("js/main.js", cycle)
 
 
-def test_a_bundle_runs_like_its_modules(tmp_path):
-    node = shutil.which("node")
-    if node is None:
+def node() -> str:
+    """Node's path: skipped without it, except in CI (`make system` installs it)."""
+    found = shutil.which("node")
+    if found is None:
         if in_ci():
-            pytest.fail("node is required in CI to run a bundle")
-        pytest.skip("node is not installed; CI fails instead")
+            pytest.fail("node is required in CI to run a bundle (make system)")
+        pytest.skip("node is not installed (make system); CI fails instead")
+    return found
+
+
+def test_a_bundle_runs_like_its_modules(tmp_path):
+    node_path = node()
     (tmp_path / "package.json").write_text('{"type": "module"}')
     for name, source in GRAPH.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(source)
-    expected = subprocess.run([node, str(tmp_path / "js" / "main.js")], capture_output=True,
+    expected = subprocess.run([node_path, str(tmp_path / "js" / "main.js")], capture_output=True,
                               text=True, timeout=60, check=True).stdout
     built = assets.bundles(GRAPH)
     out = tmp_path / "bundle"
@@ -94,7 +100,7 @@ def test_a_bundle_runs_like_its_modules(tmp_path):
         # Node reads the version as part of the name: the file is written under that name.
         (out / Path(name).name.replace(".js", ".mjs")).write_bytes(
             asset.body.replace(b".later.js?v=", b".later.mjs?v="))
-    ran = subprocess.run([node, str(out / "main.mjs")], capture_output=True, text=True,
+    ran = subprocess.run([node_path, str(out / "main.mjs")], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     # Each module run once, in the same order; a later module shares the first file's.
     assert ran == expected and ran.strip() == '["a",1,2,2,"c",3]'
@@ -102,13 +108,11 @@ def test_a_bundle_runs_like_its_modules(tmp_path):
 
 def test_the_real_pages_bundle_parses():
     """Every bundle of static/ (built from the real modules) is a script Node can parse."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
+    node_path = node()
     built = {name: asset for name, asset in assets.build(ROOT / "static").items()
              if name.startswith("bundle/")}
     assert {"bundle/main.js", "bundle/main.later.js", "bundle/replay.js"} <= built.keys()
     for name, asset in built.items():
-        checked = subprocess.run([node, "--input-type=module", "--check"], input=asset.body,
+        checked = subprocess.run([node_path, "--input-type=module", "--check"], input=asset.body,
                                  capture_output=True, timeout=60)
         assert checked.returncode == 0, (name, checked.stderr.decode())
