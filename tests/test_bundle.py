@@ -116,3 +116,13 @@ def test_the_real_pages_bundle_parses():
         checked = subprocess.run([node_path, "--input-type=module", "--check"], input=asset.body,
                                  capture_output=True, timeout=60)
         assert checked.returncode == 0, (name, checked.stderr.decode())
+
+
+def test_a_modules_this_is_undefined_as_in_a_module(tmp_path):
+    node_path = node()
+    graph = {"js/main.js": 'import { seen } from "./a.js";\nconsole.log(seen);\n',
+             "js/a.js": "export const seen = String(this) + String((() => this)());\n"}
+    (tmp_path / "main.mjs").write_bytes(assets.bundles(graph)["bundle/main.js"].body)
+    ran = subprocess.run([node_path, str(tmp_path / "main.mjs")], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert ran.strip() == "undefinedundefined"

@@ -153,7 +153,8 @@ function __require(name) {
         Object.defineProperty(exports, key, { get: getters[key], enumerable: true });
       }
     };
-    __modules[name](define, __require, __load);
+    const run = __modules[name]; // called plainly: `this` is undefined, as in a module
+    run(define, __require, __load);
   }
   return found;
 }
