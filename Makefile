@@ -18,18 +18,19 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # Debian's Chromium (browser tests, with an emoji font for the reactions), redis-server
-# (multi-process tests), nginx (the deploy/ front's test) and prometheus (promtool checks the
-# /metrics scrape and deploy/prometheus.yml), when missing.
+# (multi-process tests), nginx (the deploy/ front's test), prometheus (promtool checks the
+# /metrics scrape and deploy/prometheus.yml) and Node (tests/test_bundle.py runs a bundle),
+# when missing.
 system:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
 	    || ! command -v nginx >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1 \
-	    || ! command -v msgfmt >/dev/null 2>&1 \
+	    || ! command -v msgfmt >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1 \
 	    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends chromium redis-server nginx \
-	      fonts-noto-color-emoji prometheus gettext; \
-	  else echo "note: chromium, redis-server, nginx, promtool or the emoji font missing and not root: their tests will skip"; fi; \
+	      fonts-noto-color-emoji prometheus gettext nodejs; \
+	  else echo "note: chromium, redis-server, nginx, promtool, node or the emoji font missing and not root: their tests will skip"; fi; \
 	fi
 
 # The gettext catalogs (ttt/translations/, Flask-Babel): `make translations` finds every marked

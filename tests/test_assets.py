@@ -38,16 +38,21 @@ def test_unversioned_or_stale_address_is_revalidated(client):
     assert again.status_code == 304
 
 
-def test_module_imports_name_the_versions_the_page_preloads(client):
+def test_the_game_page_loads_its_modules_as_one_bundle(client):
     html = client.get("/").get_data(as_text=True)
-    preloaded = set(STATIC.findall(html))
-    main = next(url for url in preloaded if url.startswith("/static/js/main.js?v="))
-    source = client.get(main).get_data(as_text=True)
-    imported = re.findall(r'from "\./([a-z-]+\.js\?v=[0-9a-f]{12})"', source)
-    assert imported, "main.js imports nothing versioned"
-    for name in imported:
-        # The same address: the browser reuses the preloaded module, one instance of each.
-        assert f"/static/js/{name}" in preloaded, name
+    scripts = re.findall(r'<script type="module" src="([^"]+)"', html)
+    assert len(scripts) == 1 and scripts[0].startswith("/static/bundle/main.js?v="), scripts
+    assert "modulepreload" not in html  # nothing else to fetch before the board works
+    source = client.get(scripts[0]).get_data(as_text=True)
+    # Every module main.js imports, and what they import, inside; the later file by version.
+    for name in ("js/socket.js", "vendor/socket.io.esm.min.js", "js/session.js", "js/words.js"):
+        assert f'"{name}": function' in source, name
+    later = re.search(r'import\("\./(main\.later\.js\?v=[0-9a-f]{12})"\)', source).group(1)
+    answer = client.get(f"/static/bundle/{later}")
+    assert answer.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    for name in ("js/ultimate.js", "js/games.js", "js/leave.js"):
+        assert f'"{name}": function' in answer.get_data(as_text=True), name
+        assert f'"{name}": function' not in source, name
 
 
 def test_a_change_in_an_imported_file_changes_the_importers_version(tmp_path):
@@ -127,3 +132,20 @@ def test_scripts_are_served_without_their_whole_line_comments_and_nothing_else(c
         unversioned = re.sub(r"\.js\?v=\w+", ".js", body)  # imports carry their versions
         assert [line for line in unversioned.splitlines()
                 if not re.match(r"\s*(//|/\*|\*)", line)] == kept, path.name
+
+
+def test_the_status_and_its_detail_are_in_the_first_paint(client):
+    """Painted with the HTML, so that the script's later words are no new LCP (issue 42)."""
+    home = client.get("/?lang=fr").get_data(as_text=True)
+    assert re.search(r'<p class="status" id="status">Connexion…</p>', home)
+    assert re.search(r'<p class="detail" id="detail">Ta partie se prépare</p>', home)
+    client.get("/?lang=en")
+    with client.session_transaction() as session:
+        player = session["pid"]
+    from ttt.match import create
+    from ttt.web.extensions import get_store
+    with client.application.app_context():
+        match = create("friend", player, 0.0, you="X")
+        get_store().create(match)
+    link = client.get(f"/g/{match.id}").get_data(as_text=True)
+    assert '<p class="detail" id="detail">Opening this link\'s game</p>' in link

@@ -174,6 +174,37 @@ def test_a_version_5_connect_with_game_null_gets_the_last_game(app, client):
     again.disconnect()
 
 
+START = {"mode": "ai", "you": "X", "level": "easy"}
+
+
+def test_a_first_connect_with_start_gets_its_first_game_without_new_game(app, client):
+    """Nothing to resume: the connect's `start` is the new game, answered as `joined`."""
+    first = connect(app, client, {"protocol": 5, "game": None, "start": START})
+    [answer] = joined_of(first)
+    assert answer["ok"] and answer["started"] is True and answer["you"] == "X"
+    game = answer["game"]
+    assert game["mode"] == "ai" and game["level"] == "easy" and "move" in game["can"]
+    assert first.emit("move", {"game": game["id"], "cell": 4}, callback=True)["ok"]
+    first.disconnect()
+    # A game to resume: `start` is ignored, the connect is the join it always was.
+    again = connect(app, client, {"protocol": 5, "game": None, "start": {**START, "you": "O"}})
+    [resumed] = joined_of(again)
+    assert resumed["game"]["id"] == game["id"] and "started" not in resumed
+    assert resumed["game"]["moves"][0] == 4
+    again.disconnect()
+
+
+@pytest.mark.parametrize("auth", [{"protocol": 5, "game": "n" * 22, "start": START},
+                                  {"protocol": 5, "game": None, "start": "ai"},
+                                  {"protocol": 5, "game": None, "start": {"mode": "chess"}}])
+def test_a_start_starts_nothing_beside_a_named_game_or_when_malformed(app, client, auth):
+    sio = connect(app, client, auth)
+    [answer] = joined_of(sio)
+    assert "started" not in answer
+    assert sio.emit("join", {}, callback=True)["game"] is None  # no game was made
+    sio.disconnect()
+
+
 def test_a_connect_for_a_game_that_is_not_there_is_answered_as_join_would(app, client):
     sio = connect(app, client, {"protocol": 5, "game": "n" * 22})
     [answer] = joined_of(sio)

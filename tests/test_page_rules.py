@@ -1,4 +1,4 @@
-"""The page's modules as files: every module a page preloads exists.
+"""The page's static files: every one a page names is served.
 
 Whether the page writes a rule or a server list again is not read here from its text (patterns
 for old spellings passed while the rule came back in a new one): tests/browser/test_page_reads.py
@@ -11,17 +11,23 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ttt.web.http import assets
+
 JS = Path(__file__).resolve().parents[1] / "static" / "js"
 
 
-def test_every_module_a_page_preloads_exists():
-    """A preload of a module that is gone is a 404 on every first visit (and a console error)."""
+def test_every_static_file_a_page_names_is_served():
+    """A script or preload that is gone is a 404 on every first visit (and a console error);
+    the bundles (bundle/<name>.js) are made at start-up from static/js."""
+    served = assets.build(JS.parent)
     templates = JS.parents[1] / "templates"
+    named = 0
     for template in templates.glob("*.html"):
         text = template.read_text(encoding="utf-8")
-        for listed in re.findall(r"for module in \[([^\]]*)\]", text):
-            for name in re.findall(r'"([\w-]+)"', listed):
-                assert (JS / f"{name}.js").is_file(), f"{template.name} preloads {name}.js"
+        for name in re.findall(r"url_for\('static', filename='([^']+)'\)", text):
+            named += 1
+            assert name in served, f"{template.name} names {name}"
+    assert named > 0
 
 
 def test_every_stylesheet_closes_each_block_it_opens():

@@ -2,10 +2,12 @@
 // ...), keeps the newest view it has seen (by `rev`) and hands it to the renderers. It decides
 // nothing about the game: what this page may do comes in the view's `can`, where it may play
 // in its `legal`. Any refused event is followed by a `join`, whose snapshot is the truth.
-import { loadPreferences, newGamePayload, savePreferences } from "./controls.js";
+import { newGamePayload, savePreferences } from "./controls.js";
 import { createCaller } from "./caller.js";
 import { createScreen, swapped } from "./screen.js";
 import { createActs, newest } from "./acts.js";
+import { createArrivals, firstSettings } from "./arrivals.js";
+import { addressGame, keptFor, remember, watching } from "./kept.js";
 import { refusalText } from "./status.js";
 import { t } from "./squares.js";
 
@@ -22,52 +24,6 @@ const MACHINE = Object.freeze({
 
 /** The order of two views of one game: `rev`, or the move count from an older server. */
 const order = (game) => game.rev ?? game.version;
-
-const LAST_GAME = "ttt.last-game";
-const GAMES = "ttt.games"; // id -> {game, link}: the last few games seen here, for their links
-const KEPT_GAMES = 8;
-
-/** The game a `/g/<id>` address names (the `/` shell answers for a link offline), or null. */
-function addressGame() {
-  return location.pathname.match(/^\/g\/([A-Za-z0-9_-]{16,64})$/)?.[1] ?? null;
-}
-
-/** True on a watch-only link (`?watch=1`, PROTOCOL v5): never take a free seat. */
-function watching() {
-  return new URLSearchParams(location.search).get("watch") === "1";
-}
-
-/** Keep the view on screen on this device, to draw before the socket is up (and offline). */
-function remember(game, link) {
-  if (!game?.id || !game.you) return;
-  try {
-    localStorage.setItem(LAST_GAME, JSON.stringify({ game, link }));
-    const kept = JSON.parse(localStorage.getItem(GAMES) ?? "{}");
-    delete kept[game.id];
-    const newest = [...Object.entries(kept), [game.id, { game, link }]].slice(-KEPT_GAMES);
-    localStorage.setItem(GAMES, JSON.stringify(Object.fromEntries(newest)));
-  } catch {
-    // Private mode or full: the page simply starts from the server's view.
-  }
-}
-
-/** The view of game `id` kept by remember(), or null. */
-function recalledGame(id) {
-  try {
-    return JSON.parse(localStorage.getItem(GAMES) ?? "{}")[id] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** The last view kept by remember(), or null. */
-function recalled() {
-  try {
-    return JSON.parse(localStorage.getItem(LAST_GAME) ?? "null");
-  } catch {
-    return null;
-  }
-}
 
 /** Codes after which a join would not help (or the banner already retries). */
 const NO_RESYNC = new Set(["offline", "rate_limited", "unavailable", "timeout"]);
@@ -210,12 +166,12 @@ export function createSession(parts, { call: send, app, calm }) {
       return join(game.rematch);
     }
     if (game === null) {
-      const { mode, you, level, variant } = loadPreferences();
-      // A friend game nobody asked for would be odd: a first visit is against the AI.
-      startGame({ mode: mode === "friend" ? "ai" : mode, you, level, variant });
+      startGame(firstSettings());
       return false;
     }
-    enter(answer, { lead: swapped(was, answer.you), back });
+    // The first game a connect started (PROTOCOL v5: nothing to resume) opens like any other.
+    if (answer.started) enter(answer, { opening: true });
+    else enter(answer, { lead: swapped(was, answer.you), back });
     return true;
   }
 
@@ -277,26 +233,26 @@ export function createSession(parts, { call: send, app, calm }) {
 
   /**
    * Before the socket is up: a game this device showed, read only (no `can`, no `legal`, no
-   * clock): a link's own game if it was seen here, else on `/` the last game (a friend game
-   * only when offline, where nothing else can be shown). A link never seen here offline says
-   * it needs the network. The server's view replaces it as soon as it comes (enter).
+   * clock; which one: kept.js). A link never seen here offline says it needs the network.
+   * The server's view replaces it as soon as it comes (enter).
    */
   function restore() {
     const wanted = state.urlGame;
-    // A link shows its own game, never another one (the last game is for the home page).
-    const last = recalled();
-    const saved = wanted ? recalledGame(wanted) ?? (last?.game?.id === wanted ? last : null) : last;
-    const game = saved?.game;
-    if (!navigator.onLine && wanted && !game) status.connection("link");
-    if (!game?.id || state.game) return false;
-    if (navigator.onLine && !wanted && game.mode === "friend") return false;
+    const saved = keptFor(wanted);
+    if (!navigator.onLine && wanted && !saved) status.connection("link");
+    if (!saved || state.game) return false;
     state.restored = true;
     state.link = saved.link ?? null;
-    show({ ...game, can: [], legal: [], time_left: null, claimable_in: null, first_move: null,
-      offline: !navigator.onLine });
+    show({ ...saved.game, can: [], legal: [], time_left: null, claimable_in: null,
+      first_move: null, offline: !navigator.onLine });
     app.dataset.restored = "true";
     return true;
   }
+
+  const arrivals = createArrivals({
+    state, view, show, join, settle, currentId,
+    startPayload: () => newGamePayload(firstSettings()),
+  }, { status, coach, acts, screen });
 
   return {
     call,
@@ -336,82 +292,6 @@ export function createSession(parts, { call: send, app, calm }) {
       if (id) join(id);
     },
 
-    // Transport events.
-    /** The game the next connect asks for (null: this player's current one). */
-    joining() {
-      const id = currentId() ?? null;
-      state.riding = { id, answer: null };
-      return id;
-    },
-
-    /** The join answer the connect carried: it arrives just before `connected`. */
-    joined(answer) {
-      if (state.riding && !state.riding.answer) state.riding.answer = answer;
-    },
-
-    async connected() {
-      status.connection("up");
-      // Events sent while we were away are lost: the snapshot from join is the truth. The
-      // connect carried the join (no round trip more); a server that did not answer it, or
-      // refused it, is asked with a join as before.
-      const riding = state.riding;
-      state.riding = null;
-      const shown = riding?.answer?.ok
-        ? await settle(riding.id, riding.answer, { back: true })
-        : await join(currentId(), { back: true });
-      if (shown) {
-        screen.inView();
-        acts.sendHeld();
-      }
-    },
-
-    disconnected({ retrying }) {
-      // Opened offline, the page says so (its last game on screen, read only) and reconnects
-      // by itself when the network is back (socket.js listens for it).
-      if (!navigator.onLine && state.restored) status.connection("offline");
-      else if (!navigator.onLine && !state.game && state.urlGame) status.connection("link");
-      else status.connection(retrying ? "retrying" : "down");
-    },
-
-    pushed(game) {
-      if (state.game && game.id === state.game.id) {
-        acts.pushed(view(game));
-        return;
-      }
-      // Not on screen (yet): kept in case the answer that enters it is on its way.
-      if (state.early.size > 3) state.early.clear();
-      state.early.set(game.id, newest(state.early.get(game.id), view(game)));
-    },
-
-    /** A game's number of watchers changed: a small push, at most one a second (issue 41). */
-    watched(push) {
-      const game = state.game;
-      if (game && push.game === game.id && game.watchers !== push.watchers) {
-        show({ ...game, watchers: push.watchers });
-      }
-    },
-
-    recorded(record) {
-      state.record = record;
-      screen.record(record, state.game);
-    },
-
-    /** A rematch of a game started. A spectator follows it; a player only if they asked. */
-    rematched(push) {
-      const game = state.game;
-      if (!game || push.from !== game.id) return;
-      if (game.you !== "spectator") {
-        if (state.asked === push.from) join(push.game.id, { was: game.you });
-        return;
-      }
-      if (!coach.reviewing(game)) {
-        join(push.game.id);
-        return;
-      }
-      state.following = push.game.id;
-      screen.paint(game, { following: state.following, link: state.link, record: state.record });
-      status.announce(t("A rematch has started"));
-    },
-
+    ...arrivals, // the connection's comings and goings, and the server's pushes
   };
 }

@@ -24,11 +24,12 @@ export function connect({
   // WebSocket straight away (one round trip fewer before the board works), long-polling if a
   // proxy or a firewall will not have it.
   // Protocol version 5: views may name a bot as {name, bot: true} (words.js reads both forms),
-  // and the join rides the connect: `joining()` names the game (null: the last one), read on
-  // every connect and reconnect, and its answer comes as `joined` before `connect` fires.
+  // and the join rides the connect: `joining()` names the game (null: the last one) and, with
+  // nothing on screen yet, the game to start when there is none (`start`), read on every
+  // connect and reconnect; its answer comes as `joined` before `connect` fires.
   const socket = io({
     autoConnect: false, transports: ["websocket", "polling"], tryAllTransports: true,
-    auth: (send) => send({ protocol: 5, game: joining(), ...(watchOnly() ? { watch: true } : {}) }),
+    auth: (send) => send({ protocol: 5, ...joining(), ...(watchOnly() ? { watch: true } : {}) }),
   });
 
   socket.on("connect", () => onConnect());

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS, phone
+from tests.browser.test_friend_page import host_friend_game
 from tests.browser.test_offline import CONTROLLED
 from tests.browser.test_slow_network import proxy  # noqa: F401 (the fixture)
 
@@ -90,3 +93,25 @@ def test_board_ready_on_a_first_and_a_repeat_visit(chromium, proxy, capsys):  # 
     assert repeat["accepted"] < first["accepted"]
     if os.environ.get("TTT_BOARD_READY_STRICT"):
         assert repeat["accepted"] <= 1600 and first["accepted"] <= 2400, numbers
+
+
+# The largest text painted, as Chrome reports it (each element's text counts once: at its first
+# paint), beside the moment the script first drew a game (its text comes in the frame after).
+PAINTS = """() => new Promise((resolve) => {
+  new PerformanceObserver((list) => {
+    const largest = list.getEntries().at(-1);
+    const ready = performance.getEntriesByName("ttt:board-ready")[0];
+    resolve({ lcp: largest.startTime, ready: ready.startTime, id: largest.element?.id ?? null });
+  }).observe({ type: "largest-contentful-paint", buffered: true });
+})"""
+
+
+@pytest.mark.parametrize("where", ["home", "link"])
+def test_the_largest_paint_is_the_first_paint(open_page, where):
+    """The status and its detail come in the HTML: no text the script draws later (the
+    game's status, "You play X against the easy AI") is the page's LCP (Lighthouse's)."""
+    path = host_friend_game(open_page)[1] if where == "link" else "/"
+    page = open_page("phone", path=path)
+    expect(page.locator("#app")).to_have_attribute("data-ready", re.compile("."))
+    paints = page.evaluate(PAINTS)
+    assert paints["lcp"] < paints["ready"], paints

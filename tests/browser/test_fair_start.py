@@ -81,10 +81,11 @@ def test_the_joiner_is_told_the_side_and_the_moves_made_while_away(open_page):
     guest.locator("[data-cell='0']").click()
     expect(status(host)).to_have_text("Your turn")
 
-    # The games list's module comes a moment after the board: loaded before the network goes.
+    # The games list's module comes a moment after the board, in the bundle of the modules
+    # loaded later: loaded before the network goes.
     guest.wait_for_function(
         "() => performance.getEntriesByType('resource')"
-        ".some((e) => new URL(e.name).pathname.endsWith('/games.js'))")  # its ?v=<hash> aside
+        ".some((e) => new URL(e.name).pathname.endsWith('/main.later.js'))")  # ?v=<hash> aside
     guest.evaluate("() => navigator.serviceWorker.ready.then(() => true)")  # and the worker
     guest.context.set_offline(True)
     banner = guest.locator("#connection")

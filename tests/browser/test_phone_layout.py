@@ -11,6 +11,7 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.test_play import share_link
 from tests.browser.test_ultimate import start_ultimate, status
 from tests.servers import ROOT, Server
 
@@ -98,3 +99,19 @@ def test_a_22_letter_bot_name_keeps_the_ladder_within_320(open_page, long_bot_se
     assert ladder["x"] >= 0 and ladder["x"] + ladder["width"] <= 320, ladder
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
     assert page.evaluate(SMALL_TARGETS) == []
+
+
+def test_every_tap_target_is_44_px_at_320_on_a_link_and_a_bot(open_page, long_bot_server):
+    """The pages PAGES leaves out: a friend's link (the joiner's page, reactions and all) and
+    a bot's own page."""
+    host = open_page("desktop", server=long_bot_server)
+    expect(status(host)).to_have_text("Your turn")
+    host.locator("#settings select[name='mode']").select_option("friend")
+    link = share_link(host)
+    guest = open_page(SMALL, path=link, server=long_bot_server)
+    expect(status(guest)).to_have_text("Your friend's turn")
+    for page in (guest, open_page(SMALL, path="/bot/abcdefghijklmnopqrstuv",
+                                  server=long_bot_server)):
+        expect(page.locator("h1, .brand").first).to_be_visible()
+        assert page.evaluate(SMALL_TARGETS) == [], page.url
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), page.url

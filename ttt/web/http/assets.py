@@ -7,7 +7,9 @@ the same versioned URLs, so a module loaded by `import` is the very module a `mo
 fetched, and the browser never asks the server again for a file it has. A JavaScript file's
 version covers every file it imports, directly or not (its rewritten imports name them).
 Files are read once, at start-up (as the service worker's precache list always was): an edit
-under static/ is served from the next start.
+under static/ is served from the next start. The pages load their scripts bundled (bundle.py):
+`bundle/main.js` and `bundle/main.later.js` are made here, from the same sources, and
+versioned like any file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 from flask import Flask, Response, request
 from markupsafe import Markup
 
+from ttt.web.http import bundle
+
 YEAR = "public, max-age=31536000, immutable"
 # The stylesheets a page carries inline, so that nothing blocks its first paint (issue 42);
 # the CSP names each by its hash.
@@ -31,6 +35,9 @@ _CSS_COMMENT = re.compile(r"/\*.*?\*/\n?", re.S)
 _BLANK_LINES = re.compile(r"\n\s*\n+")
 # `from "./x.js"`, `import "./x.js"`, `import("./x.js")`: relative specifiers only.
 IMPORT = re.compile(r"""(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(\.{1,2}/[^"'?#]+)\2""")
+# The pages' scripts, each with its imports as one file (bundle/<name>.js) and the modules it
+# loads later as another (bundle/<name>.later.js): two requests where a first visit made ~22.
+BUNDLED = ("js/main.js", "js/replay.js", "js/botcopy.js")
 # sw.js is filled in and served by pages.sw at the site's root, never from /static/.
 UNVERSIONED = frozenset({"sw.js"})
 
@@ -95,7 +102,32 @@ def build(static: Path) -> dict[str, Asset]:
         elif name.endswith(".webmanifest"):
             mimetype = "application/manifest+json"
         assets[name] = Asset(body, versions[name], mimetype)
+    assets.update(bundles(scripts))
     return assets
+
+
+def _script(body: str) -> Asset:
+    return Asset(body.encode("utf-8"), hashlib.sha256(body.encode()).hexdigest()[:12],
+                 "text/javascript")
+
+
+def bundles(scripts: dict[str, str]) -> dict[str, Asset]:
+    """Each page script of BUNDLED (that is there) bundled: bundle/<name>.js and, when it
+    loads modules later, bundle/<name>.later.js, which the first names by its version."""
+    made = {}
+    for entry in BUNDLED:
+        if entry not in scripts:
+            continue
+        stem = posixpath.splitext(posixpath.basename(entry))[0]
+        later_name = f"bundle/{stem}.later.js"
+
+        def address(later: str, name: str = later_name) -> str:
+            made[name] = _script(later)
+            return f"./{posixpath.basename(name)}?v={made[name].version}"
+
+        first, _ = bundle.bundle(entry, scripts, address)
+        made[f"bundle/{stem}.js"] = _script(first)
+    return made
 
 
 def url(app: Flask, name: str) -> str:

@@ -362,19 +362,18 @@ def _watch_parts(state) -> None:
 
 
 # What the service worker keeps for the app to open offline (issue 30): the page shell, the
-# pages a visitor reads (the bots, the guide) and the static files a game needs, each at its
-# versioned address (issue 42); the stylesheets are inside the pages. Not the large icons
-# (the browser has them once installed).
-PRECACHE_STATIC = ("vendor/socket.io.esm.min.js", "icons/icon-192.png")
+# pages a visitor reads (the bots, the guide) and the static files a game or a replay needs:
+# the bundled scripts (assets.py), each at its versioned address (issue 42); the stylesheets
+# are inside the pages. Not the large icons (the browser has them once installed).
+PRECACHE_STATIC = ("icons/icon-192.png",)
 PRECACHE_PAGES = ("/", "/manifest.webmanifest")
 OPTIONAL_PAGES = ("/bots", "/bots/guide")  # kept if they load; an install never fails on them
 
 
 def precache_paths(app) -> list[str]:
     """The URLs the service worker precaches: the pages and the static files, versioned."""
-    static = Path(app.static_folder)
-    scripts = sorted(f"js/{path.name}" for path in (static / "js").glob("*.js"))
-    return [*PRECACHE_PAGES, *(assets.url(app, name) for name in (*PRECACHE_STATIC, *scripts))]
+    bundles = sorted(name for name in app.extensions["ttt_assets"] if name.startswith("bundle/"))
+    return [*PRECACHE_PAGES, *(assets.url(app, name) for name in (*PRECACHE_STATIC, *bundles))]
 
 
 @functools.cache

@@ -113,12 +113,31 @@ def register(socketio: SocketIO, table: Table, config: Any,
         server.on(name, watch(name, handler) if watch else handler, namespace="/")
     # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
     table.publish = functools.partial(emit_all, socketio)
-    _register_connections(socketio, table, functools.partial(run, "join"))
+    _register_connections(socketio, table, functools.partial(run, "join"),
+                          functools.partial(run, "new_game"))
 
 
-def _register_connections(socketio: SocketIO, table: Table,
-                          join: Callable[[str, Any], dict]) -> None:
-    """The connect and disconnect handlers (`join(sid, payload)`: the join event, answered).
+def _ridden(auth: dict, sid: str, join: Callable[[str, Any], dict],
+            start: Callable[[str, Any], dict]) -> dict:
+    """The answer of the join a version 5 connect carries; when it finds no game and the
+    connect asked for one (`start`, a new_game's payload), that new game's answer instead."""
+    game = auth["game"]
+    payload = {} if game is None else {"game": game}
+    if game is not None and auth.get("watch") is True:
+        payload["watch"] = True  # a watch link's connect never takes a seat
+    answer = join(sid, payload)
+    if game is None and isinstance(auth.get("start"), dict) and answer.get("ok") \
+            and answer.get("game") is None:
+        started = start(sid, {**auth["start"], "from": None})
+        if started.get("ok"):
+            return {**started, "started": True}
+    return answer
+
+
+def _register_connections(socketio: SocketIO, table: Table, join: Callable[[str, Any], dict],
+                          start: Callable[[str, Any], dict]) -> None:
+    """The connect and disconnect handlers (`join(sid, payload)`: the join event, answered;
+    `start`: the new_game event, answered).
 
     python-socketio does not reserve the names "connect" and "disconnect": a client can emit
     events so named and reach these handlers. Each checks that the call is the real one, so
@@ -146,12 +165,8 @@ def _register_connections(socketio: SocketIO, table: Table,
             # The join rides the connect (PROTOCOL v5): the answer `join` would give, sent
             # before the connect's own packet (a client keeps events until it is connected),
             # to this connection only, never through the queue (it is here).
-            game = auth["game"]
-            payload = {} if game is None else {"game": game}
-            if game is not None and auth.get("watch") is True:
-                payload["watch"] = True  # a watch link's connect never takes a seat
-            answer = join(request.sid, payload)
-            emit_here(socketio.server, "joined", answer, request.sid, [])
+            emit_here(socketio.server, "joined", _ridden(auth, request.sid, join, start),
+                      request.sid, [])
         return True
 
     @socketio.on("disconnect")
