@@ -41,6 +41,7 @@ class RoomQueue(RedisManager):
         self.sharded = sharded  # None: found out at the first connection (Redis >= 7)
         self.rooms_lock = threading.Lock()  # gevent's when gevent patched threading first
         self.held: set[str] = set()         # the room channels this process listens to
+        self.kept: set[str] = set()         # those held by `hold`, member or none
         self.heard: Counter = Counter()     # messages from Redis: broadcast, room, echo
         self.closed = False
         self._prefix = self.host_id.encode()
@@ -123,8 +124,23 @@ class RoomQueue(RedisManager):
     def basic_leave_room(self, sid: str, namespace: str, room: Any) -> None:
         with self.rooms_lock:
             super().basic_leave_room(sid, namespace, room)
-            if isinstance(room, str) and room not in self.rooms.get(namespace, {}):
-                self._follow(self.room_channel(namespace, room), False)
+            if isinstance(room, str):
+                self._drop(namespace, room)
+
+    def hold(self, room: str, held: bool, namespace: str = "/") -> None:
+        """Listen to a room with no Socket.IO member here (a bot stream's), or stop."""
+        channel = self.room_channel(namespace, room)
+        with self.rooms_lock:
+            (self.kept.add if held else self.kept.discard)(channel)
+            if held:
+                self._follow(channel, True)
+            else:
+                self._drop(namespace, room)
+
+    def _drop(self, namespace: str, room: str) -> None:
+        channel = self.room_channel(namespace, room)
+        if room not in self.rooms.get(namespace, {}) and channel not in self.kept:
+            self._follow(channel, False)
 
     def _follow(self, channel: str, held: bool) -> None:
         """(Un)subscribe one room's channel as its first member comes or its last one goes.
@@ -164,6 +180,37 @@ class RoomQueue(RedisManager):
                 if not retries_left:
                     self._get_logger().error("Cannot publish to redis: %s", error)
         return None
+
+
+class HeldRooms(dict):
+    """A {room: listeners} map whose rooms the room queue listens to while they are in it
+    (the bot hub's: a bot's stream is no Socket.IO member of the rooms it follows)."""
+
+    def __init__(self, manager: RoomQueue) -> None:
+        super().__init__()
+        self.manager = manager
+
+    def setdefault(self, room: str, default: Any = None) -> Any:
+        if room not in self:
+            self.manager.hold(room, True)
+        return super().setdefault(room, default)
+
+    def __delitem__(self, room: str) -> None:
+        super().__delitem__(room)
+        self.manager.hold(room, False)
+
+    def pop(self, room: str, *default: Any) -> Any:
+        if room in self:
+            value = super().pop(room)
+            self.manager.hold(room, False)
+            return value
+        return super().pop(room, *default)
+
+
+def held_rooms(manager: Any) -> dict:
+    """A map of rooms to listeners that this process's queue delivers pushes for: with the
+    room queue, the rooms in it are listened to; with another manager, a plain dict."""
+    return HeldRooms(manager) if isinstance(manager, RoomQueue) else {}
 
 
 def _has_sharded_pubsub(client: Any) -> bool:
