@@ -89,6 +89,9 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
      lambda server: _participants_hook(server)),
     ("python-socketio", "PubSubManager.emit(ignore_queue=True)",
      lambda server: _ignore_queue_hook(server)),
+    ("python-socketio", "PubSubManager._publish/_listen/basic_*_room (room_queue's)",
+     lambda server: all(callable(getattr(PubSubManager, name, None)) for name in (
+         "_publish", "_listen", "basic_enter_room", "basic_leave_room", "is_sid_room"))),
 )
 
 
