@@ -12,8 +12,9 @@ nginx's sticky hash) plus `--fast` players flat-out, perfect-AI games through th
 
 Printed per N and queue: moves a second, move p50/p99 (ms), and the cluster's total CPU per
 move: utime+stime (/proc/PID/stat) of every server process and Redis over the window,
-divided by the moves made (nginx's is shown apart). The ratio N=max / N=1 is the target
-(issue 44: within 1.3x with the room queue). The machine's load is printed with each row.
+divided by the moves made (Redis's share shown too; nginx's apart, not in the total). The
+ratio N=max / N=1 is the target (issue 44: within 1.3x with the room queue). The machine's
+load is printed with each row.
 
     python -m bench.cluster [--sizes 1,2,4,8] [--players 120] [--fast 2] [--seconds 15]
                             [--queues plain,rooms] [--json]
@@ -131,10 +132,12 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
         joined_fast = swarm.connect(cluster.url, args.fast)
         time.sleep(args.warmup)  # the paced players' first moves spread out
         pids, front = cluster.server_pids(), cluster.nginx_pids()
+        redis = [cluster.redis.proc.pid]
         load = os.getloadavg()[0]
-        before, front_before = cpu(pids), cpu(front)
+        before, front_before, redis_before = cpu(pids), cpu(front), cpu(redis)
         report = swarm.burst(cluster.url, args.seconds)  # every player's moves in the window
         spent, front_spent = cpu(pids) - before, cpu(front) - front_before
+        redis_spent = cpu(redis) - redis_before
     finally:
         swarm.close()
         cluster.stop()
@@ -148,17 +151,19 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
             "p99_ms": 1000 * (percentile(report["latencies"], 0.99) or 0),
             "cpu_ms_per_move": 1000 * spent / moves if moves else None,
             "nginx_cpu_ms_per_move": 1000 * front_spent / moves if moves else None,
+            "redis_cpu_ms_per_move": 1000 * redis_spent / moves if moves else None,
             "load1": load}
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'N':>2} {'queue':<6} {'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'CPU ms/move':>11} {'nginx':>6} {'players':>7} {'errors':>6} {'load':>5}")
+          f"{'CPU ms/move':>11} {'redis':>6} {'nginx':>6} {'players':>7} {'errors':>6} {'load':>5}")
     for r in rows:
         per = r["cpu_ms_per_move"]
         print(f"{r['processes']:>2} {r['queue']:<6} {r['moves_per_s']:>8.1f} "
               f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
               f"{per if per is not None else float('nan'):>11.2f} "
+              f"{r['redis_cpu_ms_per_move'] or 0:>6.2f} "
               f"{r['nginx_cpu_ms_per_move'] or 0:>6.2f} {r['players']:>7} "
               f"{sum(r['errors'].values()):>6} {r['load1']:>5.1f}")
     for queue in sorted({r["queue"] for r in rows}):
