@@ -14,7 +14,8 @@ Printed per N and queue: moves a second, move p50/p99 (ms), and the cluster's to
 move: utime+stime (/proc/PID/stat) of every server process and Redis over the window,
 divided by the moves made (Redis's share shown too; nginx's apart, not in the total). The
 ratio N=max / N=1 is the target (issue 44: within 1.3x with the room queue). The machine's
-load is printed with each row.
+load is printed with each row, and `idle`: the cluster's CPU in ms a second before anyone
+connects (what N processes and Redis cost doing nothing).
 
     python -m bench.cluster [--sizes 1,2,4,8] [--players 120] [--fast 2] [--seconds 15]
                             [--queues plain,rooms] [--json]
@@ -127,6 +128,10 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
     cluster = Cluster(work / f"{queue}-{size}", size, QUEUES[queue])
     swarm = Swarm(workers=2, seed=size)
     try:
+        pids = cluster.server_pids()
+        idle_before, idle_started = cpu(pids), time.monotonic()
+        time.sleep(args.idle)  # nobody connected: what the processes cost by themselves
+        idle = (cpu(pids) - idle_before) / (time.monotonic() - idle_started)
         joined = swarm.connect(cluster.url, args.players)
         swarm.pace(cluster.url, args.think * 0.5, args.think * 1.5)
         joined_fast = swarm.connect(cluster.url, args.fast)
@@ -152,19 +157,21 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
             "cpu_ms_per_move": 1000 * spent / moves if moves else None,
             "nginx_cpu_ms_per_move": 1000 * front_spent / moves if moves else None,
             "redis_cpu_ms_per_move": 1000 * redis_spent / moves if moves else None,
-            "load1": load}
+            "idle_ms_per_s": 1000 * idle, "load1": load}
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'N':>2} {'queue':<6} {'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'CPU ms/move':>11} {'redis':>6} {'nginx':>6} {'players':>7} {'errors':>6} {'load':>5}")
+          f"{'CPU ms/move':>11} {'redis':>6} {'nginx':>6} {'idle':>5} {'players':>7} "
+          f"{'errors':>6} {'load':>5}")
     for r in rows:
         per = r["cpu_ms_per_move"]
         print(f"{r['processes']:>2} {r['queue']:<6} {r['moves_per_s']:>8.1f} "
               f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} "
               f"{per if per is not None else float('nan'):>11.2f} "
               f"{r['redis_cpu_ms_per_move'] or 0:>6.2f} "
-              f"{r['nginx_cpu_ms_per_move'] or 0:>6.2f} {r['players']:>7} "
+              f"{r['nginx_cpu_ms_per_move'] or 0:>6.2f} {r['idle_ms_per_s']:>5.0f} "
+              f"{r['players']:>7} "
               f"{sum(r['errors'].values()):>6} {r['load1']:>5.1f}")
     for queue in sorted({r["queue"] for r in rows}):
         mine = sorted((r for r in rows if r["queue"] == queue and r["cpu_ms_per_move"]),
@@ -184,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast", type=int, default=2, help="players moving flat-out")
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--idle", type=float, default=4.0, help="seconds measured idle first")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     raise_nofile()

@@ -14,6 +14,7 @@ import json
 import re
 import threading
 import time
+from typing import Any
 
 import pytest
 import requests
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.server, pytest.mark.redis]
 TOKEN = "room-queue-metrics-token"
 
 
-def heard(server: Server, channel: str) -> float:
+def heard(server: Any, channel: str) -> float:
     """What this process's queue listener took from Redis on `channel` so far."""
     text = requests.get(server.url + "/metrics", timeout=10,
                         headers={"Authorization": f"Bearer {TOKEN}"}).text
@@ -44,18 +45,25 @@ def wait_until(check, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def three(tmp_path):
+@pytest.fixture(params=["threading", "gevent"])
+def three(request, tmp_path):
+    """Three `python app.py` (threading) or three `gunicorn -k gevent` (deploy/'s settings)."""
     redis = RedisServer(need_binary("redis-server"), tmp_path)
     env = {"TTT_STORE": f"sqlite:///{tmp_path / 'shared.sqlite3'}",
            "TTT_MESSAGE_QUEUE": redis.url, "TTT_SECRET_KEY": "three-processes",
-           "TTT_METRICS_TOKEN": TOKEN, "TTT_RATE_LIMIT": "0"}
+           "TTT_METRICS_TOKEN": TOKEN, "TTT_RATE_LIMIT": "0", "TTT_AI_WORKERS": "0",
+           "TTT_ASYNC_MODE": request.param, "TTT_DRAIN_SECONDS": "1"}
     logs = [tmp_path / f"server{i}.log" for i in (1, 2, 3)]
-    servers: list[Server] = []
+    servers: list = []
     made: list[Remote] = []
     try:
         for log in logs:
-            servers.append(Server(env, log=log).start())
+            if request.param == "gevent":
+                from tests.stack import Gunicorn
+
+                servers.append(Gunicorn(env, log).start())
+            else:
+                servers.append(Server(env, log=log).start())
         yield redis, servers, made
     finally:
         close_all(made)
