@@ -21,6 +21,7 @@ own echo without decoding it. The listener's loop (engine_hooks.on_queue_recover
 from __future__ import annotations
 
 import threading
+import types
 from collections import Counter
 from typing import Any
 
@@ -39,7 +40,7 @@ class RoomQueue(RedisManager):
                  sharded: bool | None = None, **kwargs: Any) -> None:
         super().__init__(url, channel=channel, **kwargs)
         self.sharded = sharded  # None: found out at the first connection (Redis >= 7)
-        self.rooms_lock = threading.Lock()  # gevent's when gevent patched threading first
+        self.rooms_lock = threading.RLock()  # gevent's when gevent patched threading first
         self.held: set[str] = set()         # the room channels this process listens to
         self.kept: set[str] = set()         # those held by `hold`, member or none
         self.heard: Counter = Counter()     # messages from Redis: broadcast, room, echo
@@ -70,6 +71,18 @@ class RoomQueue(RedisManager):
         """Connect the listener and subscribe the broadcast channel and every room held now."""
         self._redis_connect()
         pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        reconnected = pubsub.on_connect
+
+        def on_connect(pubsub: Any, connection: Any) -> None:
+            """redis-py's own reconnection re-subscribes what it knows: a room whose
+            subscribe failed meanwhile it does not, so every held room goes again."""
+            reconnected(connection)
+            with self.rooms_lock:
+                if self.held and self.pubsub is pubsub:
+                    self._subscribe(pubsub, *self.held)
+
+        # A bound method (redis-py keeps a weak one), registered by the first command below.
+        pubsub.on_connect = types.MethodType(on_connect, pubsub)
         with self.rooms_lock:  # no room may come or go between the copy and the subscribe
             self.pubsub = pubsub
             pubsub.subscribe(self.channel)
@@ -194,6 +207,11 @@ class HeldRooms(dict):
         if room not in self:
             self.manager.hold(room, True)
         return super().setdefault(room, default)
+
+    def __setitem__(self, room: str, listeners: Any) -> None:
+        if room not in self:
+            self.manager.hold(room, True)
+        super().__setitem__(room, listeners)
 
     def __delitem__(self, room: str) -> None:
         super().__delitem__(room)
