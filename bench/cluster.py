@@ -40,6 +40,7 @@ from bench.swarm import Swarm
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUES = {"plain": "0", "rooms": "1"}
+METRICS_TOKEN = "bench-cluster-metrics-token"
 
 
 def grown_conf(conf: str, ports: list[int]) -> str:
@@ -69,7 +70,8 @@ class Cluster:
                "TTT_RATE_LIMIT": "0", "TTT_CREATE_RATE": "1000000",
                "TTT_EVENTS_PER_ADDRESS": "1000000", "TTT_PAGES_PER_ADDRESS": "1000000",
                "TTT_MAX_LIVE_PER_ADDRESS": "1000000",
-               "TTT_MAX_CONNECTIONS_PER_ADDRESS": "1000000", "TTT_DRAIN_SECONDS": "1"}
+               "TTT_MAX_CONNECTIONS_PER_ADDRESS": "1000000", "TTT_DRAIN_SECONDS": "1",
+               "TTT_METRICS_TOKEN": METRICS_TOKEN}
         self.servers = [Gunicorn(env, work / f"gunicorn{i}.log") for i in range(size)]
         self.nginx: subprocess.Popen | None = None
         try:
@@ -101,6 +103,20 @@ class Cluster:
 
     def nginx_pids(self) -> list[int]:
         return [self.nginx.pid, *children(self.nginx.pid)] if self.nginx else []
+
+    def heard(self) -> dict[str, float]:
+        """The room queue's listeners' reads so far, summed over the processes, by channel
+        (nothing with python-socketio's queue: it counts none)."""
+        import requests
+
+        total: dict[str, float] = {}
+        for server in self.servers:
+            text = requests.get(server.url + "/metrics", timeout=10,
+                                headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
+            for channel, count in re.findall(
+                    r'^ttt_queue_messages_received_total{channel="(\w+)"} (\S+)$', text, re.M):
+                total[channel] = total.get(channel, 0.0) + float(count)
+        return total
 
     def stop(self) -> None:
         if self.nginx is not None and self.nginx.poll() is None:
@@ -139,10 +155,12 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
         pids, front = cluster.server_pids(), cluster.nginx_pids()
         redis = [cluster.redis.proc.pid]
         load = os.getloadavg()[0]
+        heard_before = cluster.heard()
         before, front_before, redis_before = cpu(pids), cpu(front), cpu(redis)
         report = swarm.burst(cluster.url, args.seconds)  # every player's moves in the window
         spent, front_spent = cpu(pids) - before, cpu(front) - front_before
         redis_spent = cpu(redis) - redis_before
+        heard = {k: v - heard_before.get(k, 0.0) for k, v in cluster.heard().items()}
     finally:
         swarm.close()
         cluster.stop()
@@ -157,13 +175,14 @@ def measure(size: int, queue: str, args: argparse.Namespace, work: Path) -> dict
             "cpu_ms_per_move": 1000 * spent / moves if moves else None,
             "nginx_cpu_ms_per_move": 1000 * front_spent / moves if moves else None,
             "redis_cpu_ms_per_move": 1000 * redis_spent / moves if moves else None,
-            "idle_ms_per_s": 1000 * idle, "load1": load}
+            "idle_ms_per_s": 1000 * idle, "load1": load,
+            "heard_per_move": {k: round(v / moves, 2) for k, v in heard.items()} if moves else {}}
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'N':>2} {'queue':<6} {'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
           f"{'CPU ms/move':>11} {'redis':>6} {'nginx':>6} {'idle':>5} {'players':>7} "
-          f"{'errors':>6} {'load':>5}")
+          f"{'errors':>6} {'load':>5}  queue reads a move")
     for r in rows:
         per = r["cpu_ms_per_move"]
         print(f"{r['processes']:>2} {r['queue']:<6} {r['moves_per_s']:>8.1f} "
@@ -172,7 +191,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
               f"{r['redis_cpu_ms_per_move'] or 0:>6.2f} "
               f"{r['nginx_cpu_ms_per_move'] or 0:>6.2f} {r['idle_ms_per_s']:>5.0f} "
               f"{r['players']:>7} "
-              f"{sum(r['errors'].values()):>6} {r['load1']:>5.1f}")
+              f"{sum(r['errors'].values()):>6} {r['load1']:>5.1f}  "
+              + " ".join(f"{k}={v:g}" for k, v in sorted(r["heard_per_move"].items())))
     for queue in sorted({r["queue"] for r in rows}):
         mine = sorted((r for r in rows if r["queue"] == queue and r["cpu_ms_per_move"]),
                       key=lambda r: r["processes"])
