@@ -27,9 +27,6 @@ from typing import Any
 
 from socketio import RedisManager
 
-#: Length of python-socketio's host id (uuid4().hex), the prefix of every room message.
-HOST_ID_CHARS = 32
-
 
 class RoomQueue(RedisManager):
     """python-socketio's Redis manager, with a channel per room for the pushes to a room."""
@@ -57,15 +54,16 @@ class RoomQueue(RedisManager):
     def _redis_connect(self) -> None:
         """The publishing client; the listener's pubsub is `listen_connect`'s alone (python-
         socketio's would replace it each time a publish reconnects)."""
-        pubsub = self.pubsub
-        super()._redis_connect()
-        self.pubsub = pubsub
-        if self.sharded is None:
-            try:  # every process must agree, so never a guess: no answer, no connection
-                self.sharded = _has_sharded_pubsub(self.redis)
-            except Exception:
-                self.connected = False
-                raise
+        with self.rooms_lock:  # never between listen_connect's pubsub and its subscribe
+            pubsub = self.pubsub
+            super()._redis_connect()
+            self.pubsub = pubsub
+            if self.sharded is None:
+                try:  # every process must agree, so never a guess: no answer, no connection
+                    self.sharded = _has_sharded_pubsub(self.redis)
+                except Exception:
+                    self.connected = False
+                    raise
 
     def listen_connect(self) -> None:
         """Connect the listener and subscribe the broadcast channel and every room held now."""
@@ -123,7 +121,7 @@ class RoomQueue(RedisManager):
                 self.heard["echo"] += 1  # our own push, already handled here
             else:
                 self.heard["room"] += 1
-                yield data[HOST_ID_CHARS:]
+                yield data[len(self._prefix):]  # after the sender's host id
 
     # --- rooms held here -----------------------------------------------------------------------
 
@@ -184,8 +182,8 @@ class RoomQueue(RedisManager):
     def _send(self, channel: str, payload: str) -> Any:
         for retries_left in (1, 0):
             try:
-                if not self.connected:
-                    self._redis_connect()
+                if not self.connected or self.sharded is None:  # the listener may be
+                    self._redis_connect()  # between its connection and asking the version
                 send = self.redis.spublish if self.sharded else self.redis.publish
                 return send(channel, payload)
             except Exception as error:
