@@ -171,3 +171,30 @@ def test_a_push_to_a_sid_reaches_its_process_only_and_a_left_room_is_unsubscribe
     assert a.manager.heard["room"] == 3  # the two sid pushes and the room's one, no more
     a.emit("game", {"to": "local sid"}, to=sid)  # this process's own: never published
     assert len(a.sent) == 4 and a.manager.heard["echo"] == 0
+
+
+def test_a_push_published_before_the_kind_of_channel_is_known_waits_for_it(tmp_path):
+    """The listener connects, then asks Redis's version: a push published in between went
+    on a plain channel that no sharded subscriber hears (a bot's `replace` was lost so)."""
+    import redis as redis_py
+
+    redis = RedisServer(need_binary("redis-server"), tmp_path)
+    manager = RoomQueue(redis.url)
+    client = redis_py.Redis.from_url(redis.url)
+    listener = client.pubsub(ignore_subscribe_messages=True)
+    try:
+        listener.ssubscribe(manager.room_channel("/", "g:1"))
+        manager.redis, manager.connected = client, True  # the listener's half-made connection
+        manager._publish({"method": "emit", "event": "game", "data": [{"v": 1}],
+                          "namespace": "/", "room": "g:1", "skip_sid": None,
+                          "callback": None, "host_id": manager.host_id})
+        deadline = time.monotonic() + 5
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = listener.get_sharded_message(timeout=0.5)
+        assert manager.sharded is True
+        assert message is not None and message["type"] == "smessage"
+    finally:
+        listener.close()
+        client.close()
+        redis.stop()
