@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-cluster bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -136,6 +136,11 @@ bench-abuse: $(STAMP)
 # under the unit's LimitNOFILE (needs redis-server, nginx); ARGS="--stock" for the old limits.
 bench-front: $(STAMP) system
 	$(PY) -m bench.front $(ARGS)
+
+# N = 1, 2, 4, 8 gevent processes behind deploy/'s nginx on one Redis, python-socketio's queue
+# and the room queue side by side: moves/s, p50/p99 and the cluster's CPU per move (issue 44).
+bench-cluster: $(STAMP) system
+	$(PY) -m bench.cluster $(ARGS)
 
 # gevent vs threads, one process vs two on Redis, side by side (needs redis-server).
 bench-deploy: $(STAMP) system

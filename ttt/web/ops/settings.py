@@ -52,6 +52,7 @@ MIN_OPERATOR_TOKEN = 16
 DEFAULTS: dict[str, Any] = dict(
     TTT_STORE=None,
     TTT_MESSAGE_QUEUE=None,
+    TTT_QUEUE_BY_ROOM=True,            # a push goes only to the processes holding its room
     TTT_PUBLIC_URL=None,               # e.g. https://ttt.example: the share links' origin
     TTT_RATE_LIMIT=20.0,
     TTT_ASYNC_MODE="threading",        # or "gevent" under gunicorn -k gevent
@@ -143,6 +144,8 @@ def _env_config() -> dict[str, Any]:
         config["TTT_TRUSTED_PROXIES"] = env["TTT_TRUSTED_PROXIES"]
     if env.get("TTT_SECRET_KEY"):
         config["SECRET_KEY"] = env["TTT_SECRET_KEY"]
+    if env.get("TTT_QUEUE_BY_ROOM"):
+        config["TTT_QUEUE_BY_ROOM"] = env["TTT_QUEUE_BY_ROOM"].lower() in ("1", "true", "yes")
     if env.get("TTT_COOKIE_SECURE"):
         config["SESSION_COOKIE_SECURE"] = env["TTT_COOKIE_SECURE"].lower() in ("1", "true", "yes")
     return config

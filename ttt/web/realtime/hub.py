@@ -39,7 +39,7 @@ from ttt.table import Push, Table, room
 from ttt.web.realtime import catchup
 from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.presence import LEASE_SECONDS
-from ttt.web.transport import engine_hooks
+from ttt.web.transport import engine_hooks, room_queue
 
 log = logging.getLogger("ttt.bots")
 PING_EVERY = 15.0
@@ -113,7 +113,8 @@ class Hub:
         self.max_finished = max_finished
         self._lock = threading.Lock()
         self._streams: dict[str, Stream] = {}         # bot player id -> its stream
-        self._rooms: dict[str, set[str]] = {}         # room -> bot player ids listening
+        self._rooms: dict[str, set[str]] = room_queue.held_rooms(  # heard where they are
+            socketio.server.manager)                   # room -> bot player ids listening
         eio = socketio.server.eio
         self._new_queue, self._empty = eio.create_queue, eio.get_queue_empty_exception()
         self.shared = isinstance(socketio.server.manager, PubSubManager)

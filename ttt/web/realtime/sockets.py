@@ -12,7 +12,7 @@ from socketio import packet as socketio_packet
 
 from ttt.web.extensions import keep_socketio
 from ttt.web.ops.metrics import refused_connection
-from ttt.web.transport import engine_hooks
+from ttt.web.transport import engine_hooks, room_queue
 from ttt.web.transport.admission import Admission
 
 
@@ -117,7 +117,8 @@ def init_app(app: Flask) -> SocketIO:
         app,
         # Explicit, never auto-detected: eventlet must not be picked up by accident.
         async_mode=app.config["TTT_ASYNC_MODE"],
-        message_queue=app.config["TTT_MESSAGE_QUEUE"],
+        **engine_hooks.queue_manager(app.config["TTT_MESSAGE_QUEUE"],
+                                     app.config["TTT_QUEUE_BY_ROOM"]),
         max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
         ping_interval=10,
         ping_timeout=10,
@@ -129,6 +130,7 @@ def init_app(app: Flask) -> SocketIO:
         async_handlers=False,
         # cors_allowed_origins left at its default: same origin only.
     )
+    room_queue.count_heard(socketio.server.manager, app.extensions["ttt_metrics"].registry)
     table = app.extensions["ttt_table"]
     events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch,
                     budgets=app.extensions.get("ttt_budgets"))

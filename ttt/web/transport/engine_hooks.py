@@ -91,6 +91,9 @@ HOOKS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
      lambda server: _ignore_queue_hook(server)),
     ("python-socketio", "Server._handle_connect/_handle_eio_message",
      lambda server: all(callable(getattr(server, name, None)) for name in STEPS)),
+    ("python-socketio", "PubSubManager._publish/_listen/basic_*_room (room_queue's)",
+     lambda server: all(callable(getattr(PubSubManager, name, None)) for name in (
+         "_publish", "_listen", "basic_enter_room", "basic_leave_room", "is_sid_room"))),
 )
 
 #: python-socketio's steps a traceback may end in (`failed_step`), by their functions' names.
@@ -375,6 +378,26 @@ def queue_watch(server: Any) -> QueueWatch | None:
     return getattr(server.manager, "ttt_queue_watch", None)
 
 
+def queue_manager(url: str | None, by_room: bool) -> dict[str, Any]:
+    """SocketIO's queue options: python-socketio's RedisManager (every push to every process),
+    or with `by_room` a Redis queue sending a push only where its room is (room_queue)."""
+    if not url or not by_room or not url.startswith(("redis://", "rediss://", "unix://")):
+        return {"message_queue": url}
+    from ttt.web.transport.room_queue import RoomQueue
+
+    return {"message_queue": url, "client_manager": RoomQueue(url)}
+
+
+def _listen_connect(manager: Any) -> None:
+    """Connect the queue listener and subscribe: every held room too, with the room queue."""
+    connect = getattr(manager, "listen_connect", None)
+    if connect is not None:
+        connect()
+    else:
+        manager._redis_connect()
+        manager.pubsub.subscribe(manager.channel)
+
+
 def start_queue_listener(server: Any) -> None:
     """Start the message-queue listener now (python-socketio starts it on the first Socket.IO
     connection; a process serving only bot streams would otherwise hear nothing)."""
@@ -417,8 +440,7 @@ def on_queue_recovered(server: Any, recovered: Callable[[], None],
         wait = 0.05
         while True:
             try:
-                manager._redis_connect()
-                manager.pubsub.subscribe(manager.channel)
+                _listen_connect(manager)
                 watch.listening = True
                 if watch.cut_since is not None:
                     log.warning("message queue back after %.1f s: re-sending this process's "
