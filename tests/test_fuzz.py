@@ -73,7 +73,7 @@ from ttt import wire
 from ttt.rules import Board
 from ttt.store.codec import to_json
 from ttt.web import create_app, get_socketio, get_table
-from ttt.web.realtime.events import emit_all
+from ttt.web.extensions import get_publisher
 from ttt.web.realtime.presence import MemorySeats, Presence
 
 
@@ -200,7 +200,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     def time_passes(self, seconds: int) -> None:
         """Time moves; the server's clock tick ends the timed games whose time ran out."""
         self.clock.now += seconds
-        emit_all(self.socketio, self.table.tick())  # what the housekeeping loop does
+        get_publisher(self.app).publish(self.table.tick())  # what the housekeeping loop does
         for game in self.games.values():
             if game.deadline is not None and not game.over and game.deadline <= self.now:
                 # A first move that never came calls the game off; later, it is lost on time.

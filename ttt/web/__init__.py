@@ -27,6 +27,7 @@ from ttt.web.ops.metrics import (
     watch_queue,
 )
 from ttt.web.realtime.presence import MemorySeats, Presence, RedisSeats
+from ttt.web.realtime.publisher import Publisher
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +103,9 @@ def _init_table(app: Flask) -> None:
                   salt=hashlib.sha256(str(config["SECRET_KEY"]).encode()).digest(),
                   thinker=workers.build(config))
     table.searched = observe_search
+    # The one door every push leaves by, the master's own (an AI move landing later) too.
+    app.extensions["ttt_publisher"] = publisher = Publisher()
+    table.publish = publisher.publish
     watch_queue(table.thinker)
     app.extensions["ttt_table"] = table
 

@@ -11,7 +11,7 @@ import functools
 import secrets
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from ttt.bots import Bot, BotError, check_variants, hash_token
 from ttt.bots.book_rules import HISTORY_PAGE
@@ -20,6 +20,7 @@ from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
 from ttt.store import StoreUnavailable
 from ttt.table import Push, refusal
+from ttt.web.extensions import get_publisher
 from ttt.web.http.botkit import (
     STORE_AWAY,
     answer,
@@ -36,7 +37,6 @@ from ttt.web.http.botkit import (
     table,
 )
 from ttt.web.http.pages import error_page
-from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.hub import bot_room, peer_gone
 
 bp = Blueprint("bots_api", __name__)
@@ -123,7 +123,7 @@ def challenge(bot: Bot):
     if other is not None and made.get("ok"):
         game_id = made["game"]["id"]
         book().offer(game_id, other.player)
-        emit_all(current_app.extensions["ttt_socketio"], [Push(
+        get_publisher().publish([Push(
             "challenge", bot_room(other.player), {"id": game_id, "from": bot.name,
                                                   "variant": variant, "clock": clock,
                                                   "rated": rated})])

@@ -12,7 +12,7 @@ from flask_socketio import SocketIO
 from ttt.bots.book import open_book
 from ttt.bots.referee import MOVE_SECONDS, PERSON_SECONDS, Referee
 from ttt.table import Table
-from ttt.web.extensions import keep_hub
+from ttt.web.extensions import get_publisher, keep_hub
 from ttt.web.http import api, botmaking, botpages, ladder
 from ttt.web.realtime.hub import Hub
 
@@ -30,8 +30,10 @@ def referee(app: Flask, store: Any) -> Referee:
 
 def install(app: Flask, socketio: SocketIO, table: Table) -> Hub:
     """Register the API and the bot pages; hand every push to the bots' hub."""
-    hub = Hub(socketio, table, app.extensions["ttt_bots_book"])
-    keep_hub(app, hub)  # emit_all hands every push to it from now on
+    publisher = get_publisher(app)
+    hub = Hub(socketio, table, app.extensions["ttt_bots_book"], publisher)
+    keep_hub(app, hub)
+    publisher.attach(hub)  # it hears every push from now on
     app.config.setdefault("TTT_BOT_MAX_GAMES", MAX_GAMES)
     app.register_blueprint(api.bp)
     app.register_blueprint(botpages.bp)

@@ -5,9 +5,10 @@ A bot is another kind of connection. For the table it is a pseudo-connection in 
 socket. Its seats are held while its stream is open, under "botseat:<player id>", one lease
 per live game, so a person sees it online, and offline (claimable) once the stream is gone.
 
-Delivery: `emit_all` hands every push to `Hub.deliver`, which copies it to the streams of
-the bots listening to its room (`g:<game>:<side>`) and then emits it to the people, a
-version 3 copy (a bot's name as {"name", "bot": true}) to version 3 connections.
+Delivery: the publisher (ttt.web.realtime.publisher) hands every push to `Hub.deliver`,
+which copies it to the streams of the bots listening to its room (`g:<game>:<side>`)
+and then emits it to the people, a version 3 copy (a bot's name as {"name", "bot": true})
+to version 3 connections.
 With several processes on a message queue, every push goes through the queue and each
 process's hub hears it where python-socketio hands it to the local rooms (through
 `engine_hooks.on_queue_emit`, checked at start-up): a bot streaming from one process sees
@@ -36,8 +37,8 @@ from ttt.bots.book import Book
 from ttt.match import SIDES, Match
 from ttt.store import StoreUnavailable
 from ttt.table import Push, Table, room
-from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.presence import LEASE_SECONDS
+from ttt.web.realtime.publisher import Publisher
 from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.bots")
@@ -103,9 +104,10 @@ class Stream:
 class Hub:
     """Every bot stream of this process, and the rooms they listen to."""
 
-    def __init__(self, socketio: SocketIO, table: Table, book: Book,
+    def __init__(self, socketio: SocketIO, table: Table, book: Book, publisher: Publisher,
                  max_finished: int = 200) -> None:
         self.socketio = socketio
+        self.publisher = publisher
         self.table = table
         self.book = book
         self.presence = table.presence
@@ -342,7 +344,7 @@ class Hub:
         return room_name in self._rooms
 
     def emit(self, pushes: list[Push], sender: str | None = None) -> None:
-        emit_all(self.socketio, pushes, sender)
+        self.publisher.publish(pushes, sender)
 
     def deliver(self, push: Push, body: dict[str, Any], skip: str | None) -> None:
         """A push to its room: to the bots listening there, then to the people.

@@ -132,7 +132,10 @@ def init_app(app: Flask) -> SocketIO:
         # cors_allowed_origins left at its default: same origin only.
     )
     table = app.extensions["ttt_table"]
-    events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch,
+    publisher = app.extensions["ttt_publisher"]  # built by create_app: the pushes' door
+    publisher.bind(socketio)
+    events.register(socketio, table, publisher, app.config,
+                    watch=drain.install(app, socketio).watch,
                     budgets=app.extensions.get("ttt_budgets"))
     defences.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.
