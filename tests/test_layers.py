@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
                 "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
                 "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
+                "ttt.services", "ttt.steps", "ttt.creations",
                 "ttt.mcts", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
                 "ttt.loglines")
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Flask
 
 from ttt import workers
+from ttt.bots.referee import MOVE_SECONDS
 from ttt.limits import Limits, open_limiter
 from ttt.store import open_store
 from ttt.table import Table
@@ -101,7 +102,8 @@ def _init_table(app: Flask) -> None:
                       unjoined_per_address=float(config["TTT_UNJOINED_PER_ADDRESS"]),
                       renames_per_minute=10.0 if limited else 0.0),
                   salt=hashlib.sha256(str(config["SECRET_KEY"]).encode()).digest(),
-                  thinker=workers.build(config))
+                  thinker=workers.build(config),
+                  bot_seconds=float(config.get("TTT_BOT_MOVE_SECONDS", MOVE_SECONDS)))
     table.searched = observe_search
     # The one door every push leaves by, the master's own (an AI move landing later) too.
     app.extensions["ttt_publisher"] = publisher = Publisher()

@@ -18,8 +18,8 @@ from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.bots.caps import opponent_in
 from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
+from ttt.replies import Push, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import Push, refusal
 from ttt.web.extensions import get_publisher
 from ttt.web.http.botkit import (
     STORE_AWAY,

@@ -19,9 +19,9 @@ from ttt.bots import Bot, BotError, bot_answer, check_name, plays
 from ttt.bots.book import Book
 from ttt.bots.caps import room_for as room_in_caps
 from ttt.match import SIDES, MatchError
-from ttt.replies import N_
+from ttt.replies import N_, Push, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import Push, Table, refusal
+from ttt.table import Table
 from ttt.variants import VARIANTS, record_key
 from ttt.web.extensions import get_hub, get_publisher
 from ttt.web.realtime.events import client_address
@@ -140,9 +140,7 @@ def nesting(raw: bytes) -> int:
 
 def connect(bot: Bot) -> str:
     """The bot's pseudo-connection for this request's client address."""
-    config = current_app.config
-    return hub().connection(bot, client_address(config["TTT_TRUSTED_PROXIES"]),
-                            config["TTT_RATE_LIMIT"])
+    return hub().connection(bot, client_address(current_app.config["TTT_TRUSTED_PROXIES"]))
 
 
 

@@ -111,7 +111,7 @@ def _register_connections(socketio: SocketIO, table: Table, publisher: Publisher
         if not isinstance(player, str):
             refused_connection("session")
             return False  # no session cookie: open the page first
-        if not table.connect(request.sid, player, address, burst=2 * config["TTT_RATE_LIMIT"]):
+        if not table.connect(request.sid, player, address):
             refused_connection("player")
             return False  # too many tabs of this player (or addresses)
         join_room(player_room(player))

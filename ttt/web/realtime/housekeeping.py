@@ -14,8 +14,9 @@ from flask import Flask
 
 from ttt import loglines
 from ttt.match import Match, ending
+from ttt.replies import Push
 from ttt.rules import Termination
-from ttt.table import Push, Table
+from ttt.table import Table
 from ttt.web.extensions import get_publisher
 from ttt.web.ops.metrics import serve_apart
 from ttt.web.realtime.presence import LEASE_SECONDS

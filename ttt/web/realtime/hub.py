@@ -35,8 +35,9 @@ from socketio import PubSubManager
 from ttt.bots import Bot, bot_view, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
+from ttt.replies import Push, room
 from ttt.store import StoreUnavailable
-from ttt.table import Push, Table, room
+from ttt.table import Table
 from ttt.web.realtime.presence import LEASE_SECONDS
 from ttt.web.realtime.publisher import Publisher
 from ttt.web.transport import engine_hooks
@@ -168,11 +169,11 @@ class Hub:
 
     # --- the bot as a connection --------------------------------------------------------------
 
-    def connection(self, bot: Bot, address: str, rate: float) -> str:
+    def connection(self, bot: Bot, address: str) -> str:
         """The bot's pseudo-connection sid, registered in Presence on first use."""
         sid = bot_sid(bot.player)
         if self.presence.connection(sid) is None:
-            self.presence.connect(sid, bot.player, 2 * rate if rate > 0 else 1.0, address)
+            self.presence.connect(sid, bot.player, address)
             conn = self.presence.connection(sid)
             if conn is not None:
                 conn.holds_seats, conn.protocol = False, 3
