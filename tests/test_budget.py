@@ -257,7 +257,27 @@ def scenario_new_game_vs_ai(meter: Meter) -> dict[str, int]:
                                          callback=True))
 
 
+def scenario_new_game_40_live(meter: Meter) -> dict[str, int]:
+    """A new friend game from a player with 40 live friend games, each joined: their live
+    games are read once, whatever their number (issue 43: twice before, once for the friend
+    games nobody joined and once for the pass-and-play games a new game ends)."""
+    from ttt.match import create
+
+    me = meter.player()
+    game = me.emit("new_game", {"mode": "ai", "you": "X", "level": "perfect"},
+                   callback=True)["game"]
+    assert me.emit("resign", {"game": game["id"]}, callback=True)["ok"]
+    player, friend = meter.raw.get(game["id"]).seats["X"], "f" * 22
+    for _ in range(40):
+        made = create("friend", player, 1.0, you="X")
+        meter.raw.create(made.changed(2.0, seats={"X": player, "O": friend}))
+    assert len(meter.raw.live_games(player)) == 40
+    return meter.measure(lambda: me.emit("new_game", {"mode": "friend", "you": "X"},
+                                         callback=True))
+
+
 SCENARIOS = {"move_vs_ai": scenario_move_vs_ai,
+             "new_game_40_live": scenario_new_game_40_live,
              "new_game_vs_ai": scenario_new_game_vs_ai,
              "friend_move_watched": scenario_friend_move_watched,
              "join": scenario_join}

@@ -90,7 +90,7 @@ class AiTurns:
             return Update(after, credited[0])
 
         try:
-            landed = svc.store.update(match.id, change)
+            landed = svc.write(match.id, change)
         except (MatchError, StoreUnavailable) as error:  # a join or a restart plays it later
             log.warning("the AI's move in %s did not land: %s", match.id, error)
             return []

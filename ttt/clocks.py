@@ -49,7 +49,7 @@ class Clocks:
         pushes: list[Push] = self.resume_clocks() if self.beaten is not None else []
         svc = self.services
         for game_id in svc.store.due(svc.clock()):
-            changed = svc.store.update(game_id, lambda m: time_out(m, svc.clock()))
+            changed = svc.write(game_id, lambda m: time_out(m, svc.clock()))
             if changed and changed[1].rev != changed[0].rev:
                 pushes += self.views.game_pushes(changed[1])
         return pushes

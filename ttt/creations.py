@@ -116,7 +116,7 @@ def abandon_local(views: Views, local: list[str]) -> list[Push]:
     svc = views.services
     pushes: list[Push] = []
     for game_id in local:
-        ended = svc.store.update(game_id, lambda m: abandon(m, svc.clock()))
+        ended = svc.write(game_id, lambda m: abandon(m, svc.clock()))
         if ended and ended[1].rev != ended[0].rev:
             pushes += views.game_pushes(ended[1])
     return pushes

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ttt.limits import Limiter, Limits, prefix_of
 from ttt.match import Match, MatchError
-from ttt.store import Store, Update
+from ttt.store import Caps, Store, Update, as_update
 from ttt.thinker import Task, Ticket
 
 if TYPE_CHECKING:
@@ -68,6 +68,15 @@ class Cached(Protocol):
     """A store that keeps recent matches in memory (SQLite's): read without a query."""
 
     def cached(self, game_id: str) -> Match | None: ...
+
+
+class HouseRules(Protocol):
+    """Rules a write follows beside the match's own (ttt.bots.referee.BotRules: a bot's move
+    deadline, casual games, ratings), applied by the master, never by a store."""
+
+    def created(self, match: Match) -> Match: ...
+    def rewrite(self, match: Match, update: Update) -> Update: ...
+    def ended(self, before: Match, after: Match) -> None: ...
 
 
 MARKED_KEPT = 100_000  # players this process knows are marked as having played (no rewrite)
@@ -129,6 +138,7 @@ class Services:
     answer_wait: float = 5.0      # seconds an `analyze` or hint may wait for a worker
     bot_seconds: float = 10.0     # a bot's move deadline (the house's setting)
     marks: Marks = field(default_factory=Marks)  # who this process saw make a move
+    rules: HouseRules | None = None  # the house's rules for bots, on every write
     cache: Cached | None = None
 
     @property
@@ -158,10 +168,27 @@ class Services:
             raise MatchError("not_found", "no such game")
         return match
 
+    def create(self, match: Match, caps: Caps | None = None) -> None:
+        """Store a new game (its first deadline set by the house's rules)."""
+        self.store.create(self.rules.created(match) if self.rules else match, caps)
+
+    def write(self, game_id: str, change: Callable[[Match], Match | Update]
+              ) -> tuple[Match, Match] | None:
+        """The store's compare-and-set of `change`, with the house's rules applied inside the
+        same transaction and the game's end recorded after it; (before, after) or None."""
+        rules = self.rules
+        if rules is None:
+            return self.store.update(game_id, change)
+        done = self.store.update(game_id, lambda match: rules.rewrite(match, as_update(
+            change(match))))
+        if done is not None:
+            rules.ended(*done)
+        return done
+
     def update(self, game_id: str, change: Callable[[Match], Match | Update]
                ) -> tuple[Match, Match]:
-        """The store's compare-and-set; (before, after), or the `not_found` refusal."""
-        changed = self.store.update(game_id, change)
+        """`write`, or the `not_found` refusal."""
+        changed = self.write(game_id, change)
         if changed is None:
             raise MatchError("not_found", "no such game")
         return changed

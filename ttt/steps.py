@@ -49,7 +49,7 @@ def sight(svc: Services, match: Match | None) -> Match | None:
     presence = svc.presence
     if match is None or sighted(match, presence.online(match.id), 0.0) is match:
         return match
-    changed_ = svc.store.update(match.id, lambda m: sighted(m, presence.online(m.id), svc.clock()))
+    changed_ = svc.write(match.id, lambda m: sighted(m, presence.online(m.id), svc.clock()))
     return changed_[1] if changed_ else None
 
 
@@ -83,7 +83,7 @@ def named(svc: Services, match: Match, player: str) -> Match:
     name = svc.store.name(player)
     if name is None or match.names.get(match.role(player)) == name:
         return match
-    renamed = svc.store.update(match.id, lambda m: rename(m, player, name, svc.clock()))
+    renamed = svc.write(match.id, lambda m: rename(m, player, name, svc.clock()))
     return renamed[1] if renamed else match
 
 
@@ -117,7 +117,7 @@ def leave_ai(views: Views, player: str, game_id: str | None
         credited[:] = [credits_of(match, after)]  # a store may call a change again
         return Update(after, credited[0])
 
-    ended = svc.store.update(game_id, change)
+    ended = svc.write(game_id, change)
     if ended is None or ended[1].rev == ended[0].rev:
         return None, []  # no such game, not an AI game of this player, or over already
     return left(ended[1]), changed(views, ended[1], credited[0])

@@ -49,7 +49,7 @@ from ttt.match import (
 )
 from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
 from ttt.replies import N_, Push, Reply, refusal, room
-from ttt.services import Cached, Presence, Services, Thinker
+from ttt.services import Cached, HouseRules, Presence, Services, Thinker
 from ttt.steps import Credits, changed, credits_of, enter, leave_ai, sight
 from ttt.store import Store, Update
 from ttt.thinker import Inline
@@ -99,12 +99,12 @@ class Table:
     def __init__(self, store: Store, presence: Presence, clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None, limits: Limits | None = None,
                  salt: bytes = b"", thinker: Thinker | None = None,
-                 bot_seconds: float = 10.0) -> None:
+                 rules: HouseRules | None = None, bot_seconds: float = 10.0) -> None:
         # Without a thinker (worker processes in the app) a search runs inline, on the caller's
         # thread (unit tests, the command line). The AI's dice: nobody can predict them.
         self._build(Services(store=store, presence=presence, thinker=thinker or Inline(),
                              clock=clock, rng=rng or Dice(), limits=limits or Limits(),
-                             salt=salt[:64], bot_seconds=bot_seconds,
+                             salt=salt[:64], bot_seconds=bot_seconds, rules=rules,
                              cache=store if isinstance(store, Cached) else None))
 
     def _build(self, services: Services) -> None:
@@ -231,7 +231,7 @@ class Table:
                        moves=moves, clock=clock, name=name, origin=svc.origin(address),
                        variant=variant, think=rules.instant_ai)
         with capped():
-            svc.store.create(match, caps(svc))
+            svc.create(match, caps(svc))
         abandoned = abandon_local(self.views, local)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
@@ -299,7 +299,7 @@ class Table:
                 credited[0] = credits_of(current, after)
                 return Update(after, credited[0])
 
-            ended = svc.store.update(game_id, change)
+            ended = svc.write(game_id, change)
             if ended and ended[1].rev != ended[0].rev:
                 pushes += changed(self.views, ended[1], credited[0])
         return pushes
@@ -411,7 +411,7 @@ class Table:
         # player next opens them (`_named`): a rename costs a bounded number of writes.
         live = svc.store.live_games(player)[: svc.limits.rename_batch]
         for game_id in dict.fromkeys([*shown, *live]):
-            renamed = svc.store.update(game_id, lambda m: rename(m, player, name, svc.clock()))
+            renamed = svc.write(game_id, lambda m: rename(m, player, name, svc.clock()))
             if renamed and renamed[1].rev != renamed[0].rev:
                 # The sender's own page shows the new name too: it has no game in the answer.
                 pushes += [Push(p.event, p.room, p.payload, skip_sender=False)

@@ -16,7 +16,6 @@ from flask import Blueprint, Response, jsonify, request
 from ttt.bots import Bot, BotError, check_variants, hash_token
 from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.bots.caps import opponent_in
-from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
 from ttt.replies import Push, refusal
 from ttt.store import StoreUnavailable
@@ -193,8 +192,8 @@ def set_account(bot: Bot):
 
 
 def move_seconds() -> float:
-    """The seconds a bot has for a move (the referee's; a game's clock may be shorter)."""
-    return float(getattr(table().store, "move_seconds", MOVE_SECONDS))
+    """The seconds a bot has for a move (the house's rules; a game's clock may be shorter)."""
+    return table().services.bot_seconds
 
 
 @bp.app_errorhandler(405)

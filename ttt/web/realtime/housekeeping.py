@@ -41,7 +41,7 @@ def end_unplayed(table: Table, now: float, after: float = UNPLAYED_SECONDS) -> l
                 return current
             return current.changed(now, finish=ending(Termination.ABANDONED), deadline=None)
 
-        changed = table.store.update(game_id, call_off)
+        changed = table.services.write(game_id, call_off)
         if changed and changed[1].rev != changed[0].rev:
             pushes += table.game_pushes(changed[1])
     return pushes
