@@ -66,11 +66,9 @@ class Endgame:
         with capped():
             before, old = svc.update(game_id, change)
         credits = credited[0] if old.rev != before.rev else ()
-        gone = (left(old) if old.mode == "ai" and old.is_over and not before.is_over
-                else None)
         other_left, left_pushes = (leave_ai(self.views, player, leaving) if leaving != game_id
                                    else (None, []))
-        gone = gone or other_left
+        gone = left(old) if old.mode == "ai" and old.is_over and not before.is_over else other_left
         if old.rematch_id is None:  # an offer, made now or before
             pushes = self.views.game_pushes(old) if old.rev != before.rev else []
             return Reply({"ok": True, "started": False, "left": gone,
@@ -85,12 +83,15 @@ class Endgame:
         reply.pushes[:0] = left_pushes
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
             reply.pushes.extend(changed(self.views, old, credits))
-        # Everyone who saw the old game follows: each side now sits at the other.
-        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
-        for seen in self.views.roles(old):
-            reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
-                lambda role: {"from": old.id, "game": self.views.view(fresh, role)}, swap[seen])))
+        reply.pushes.extend(self._followers(old, fresh))
         return reply
+
+    def _followers(self, old: Match, fresh: Match) -> list[Push]:
+        """Everyone who saw the old game follows: each side now sits at the other."""
+        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
+        return [Push("rematch", room(old.id, seen), functools.partial(
+            lambda role: {"from": old.id, "game": self.views.view(fresh, role)}, swap[seen]))
+            for seen in self.views.roles(old)]
 
     def _names_now(self, old: Match) -> dict[str, str | None]:
         """The names of the rematch's seats as the people call themselves now (sides swap)."""
