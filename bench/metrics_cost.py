@@ -12,7 +12,8 @@ import statistics
 import time
 
 from ttt.store.memory import MemoryStore
-from ttt.web.ops.metrics import MeteredStore, Metrics
+from ttt.web.ops.metered import MeteredStore
+from ttt.web.ops.metrics import Metrics
 
 
 class _Off:

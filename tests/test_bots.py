@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import random
+import time
 
 import pytest
 
@@ -25,10 +27,14 @@ from ttt.bots import (
 )
 from ttt.bots.book import MemoryBook, SqliteBook, open_book, register
 from ttt.bots.redis_book import RedisBook
-from ttt.bots.referee import Referee, with_deadline
+from ttt.bots.referee import BotRules, with_deadline
+from ttt.limits import Limits
 from ttt.match import AI, create, play
+from ttt.services import Services
 from ttt.store import open_store
 from ttt.store.memory import MemoryStore
+from ttt.thinker import Inline
+from ttt.web.realtime.presence import Presence
 
 
 def test_a_token_has_256_random_bits_and_only_its_hash_is_kept():
@@ -119,17 +125,18 @@ def test_a_shorter_game_clock_wins_over_the_bot_deadline():
     assert with_deadline(opened, after, 3).deadline == 8.0
 
 
-def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
+def test_the_bot_rules_count_a_bot_game_lost_on_time_and_rate_bot_games_once():
     store, book = MemoryStore(), MemoryBook()
     a, b = (Bot(new_player_id(), n, hash_token(n)) for n in ("alpha", "beta"))
     book.add(a)
     book.add(b)
-    referee = Referee(store, book, move_seconds=5)
+    referee = Services(store, Presence(), Inline(), time.time, random.Random(1), Limits(),
+                       rules=BotRules(book, move_seconds=5))  # the master's rules, no store
     ai_game = create("ai", a.player, 0.0, you="X", level="easy")
     referee.create(ai_game)
     assert store.get(ai_game.id).deadline == 5.0
     from ttt.match import time_out
-    referee.update(ai_game.id, lambda m: time_out(m, 6.0))
+    referee.write(ai_game.id, lambda m: time_out(m, 6.0))
     assert store.get(ai_game.id).reason == "time"
     assert store.record(a.player)["easy"]["losses"] == 1
     duel = create("friend", a.player, 0.0, you="X").changed(0.0, seats={"X": a.player,
@@ -137,9 +144,9 @@ def test_the_referee_counts_a_bot_game_lost_on_time_and_rates_bot_games_once():
     referee.create(duel)
     from ttt.endings import resign
     from ttt.match import play
-    referee.update(duel.id, lambda m: play(m, a.player, 0, 0.5))  # both moved: rated
-    referee.update(duel.id, lambda m: play(m, b.player, 4, 0.6))
-    referee.update(duel.id, lambda m: resign(m, b.player, 1.0))
+    referee.write(duel.id, lambda m: play(m, a.player, 0, 0.5))  # both moved: rated
+    referee.write(duel.id, lambda m: play(m, b.player, 4, 0.6))
+    referee.write(duel.id, lambda m: resign(m, b.player, 1.0))
     x, o = book.by_name("ALPHA"), book.by_name("beta")
     assert x.vs_bots["wins"] == 1 and o.vs_bots["losses"] == 1 and x.rating > 1500 > o.rating
     assert not book.rate(duel.id, a.player, b.player, "X")  # once only

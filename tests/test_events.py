@@ -302,3 +302,30 @@ def test_a_move_after_the_time_ran_out_reaches_the_mover_with_the_ending(app, ma
     assert late["game"]["reason"] == "time" and late["game"]["you"] == "X"
     pushed = pushes(alice, "game")
     assert pushed and pushed[-1]["status"] == "won" and pushed[-1]["winner"] == "O"
+
+
+def test_a_store_fault_while_a_push_is_built_is_answered_unavailable(app, make_player,
+                                                                     monkeypatch):
+    """A push body that reads the store (the record pushed to the player's other tabs) is
+    built inside the handler's guarded section: the store going away there is the sender's
+    `unavailable` answer, never an exception out of the handler."""
+    from ttt.store import StoreUnavailable
+
+    flask_client = app.test_client()
+    tab = make_player(flask_client)
+    other_tab = make_player(flask_client)  # the same person: the record is pushed to it
+    game = new_game(tab)["game"]
+    store = app.extensions["ttt_table"].store
+    record, reads = store.record, []
+
+    def record_then_fail(player):
+        reads.append(player)
+        if len(reads) > 1:  # the answer's read works; the push body's read finds it away
+            raise StoreUnavailable("gone")
+        return record(player)
+
+    monkeypatch.setattr(store, "record", record_then_fail)
+    answer = call(tab, "resign", {"game": game["id"]})
+    assert len(reads) == 2, reads  # the push to the other tab was built
+    assert error_code(answer) == "unavailable"
+    assert other_tab.is_connected()

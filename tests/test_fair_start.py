@@ -11,7 +11,7 @@ import pytest
 
 from tests.servers import Remote, Server, close_all
 from tests.test_table import Person, friends, pushed, started
-from ttt.table import room
+from ttt.replies import room
 from ttt.web import get_socketio
 from ttt.web.realtime.presence import MemorySeats, RedisSeats
 

@@ -33,24 +33,25 @@ def type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports(tree: ast.AST):
-    """Every import node, skipping the bodies of `if TYPE_CHECKING:` (not their else)."""
+def imports(tree: ast.AST, typed: bool = False):
+    """Every import node, skipping the bodies of `if TYPE_CHECKING:` (not their else) unless
+    `typed`."""
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        if isinstance(node, ast.If) and type_checking(node.test):
+        if not typed and isinstance(node, ast.If) and type_checking(node.test):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
 
 
-def edges(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of ttt/ that module imports."""
+def edges(name: str, path: Path, known: set[str], typed: bool = False) -> set[str]:
+    """The modules of ttt/ that module imports (`typed`: those only type checking reads too)."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in imports(ast.parse(path.read_text(), str(path))):
+    for node in imports(ast.parse(path.read_text(), str(path)), typed):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -69,9 +70,9 @@ def edges(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+def graph(typed: bool = False) -> dict[str, set[str]]:
     found = modules()
-    return {name: edges(name, path, set(found)) for name, path in found.items()}
+    return {name: edges(name, path, set(found), typed) for name, path in found.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -130,6 +131,12 @@ def test_no_import_cycles():
     assert not found, "import cycles in ttt/:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
+def test_no_import_cycles_even_through_imports_for_type_checking_only():
+    """Issue 43: a circle drawn only by type hints is still a circle a reader walks."""
+    found = cycles(graph(typed=True))
+    assert not found, "type-only import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
 def test_the_walker_sees_a_cycle_through_a_function_and_not_under_type_checking(tmp_path):
     """The checker itself: an import inside a function counts, one under TYPE_CHECKING not,
     and relative and `from pkg import module` forms resolve to modules."""
@@ -143,6 +150,7 @@ def test_the_walker_sees_a_cycle_through_a_function_and_not_under_type_checking(
     c.write_text("from . import thing\n")
     assert edges("ttt.a", a, known) == {"ttt.b"}
     assert edges("ttt.b", b, known) == {"ttt.a"}
+    assert edges("ttt.b", b, known, typed=True) == {"ttt.a", "ttt.pkg.c"}
     assert edges("ttt.pkg.c", c, known) == {"ttt.pkg"}
     assert cycles({"ttt.a": {"ttt.b"}, "ttt.b": {"ttt.a"}}) == [["ttt.a", "ttt.b", "ttt.a"]]
     assert cycles({"ttt.a": {"ttt.b"}, "ttt.b": set()}) == []
@@ -158,11 +166,12 @@ def test_the_bot_pages_share_a_kit_not_the_api_blueprint():
         assert "ttt.web.http.botkit" in found[page]
 
 
-def test_the_hub_is_kept_in_the_app_not_on_the_socketio_object():
+def test_the_hub_is_kept_in_the_app_and_hears_every_push_through_the_one_publisher():
     from ttt.web import create_app, get_socketio
-    from ttt.web.extensions import get_hub, hub_of
+    from ttt.web.extensions import get_hub, get_publisher
 
     app = create_app({"TESTING": True, "TTT_STORE": "memory://"})
     socketio = get_socketio(app)
-    assert get_hub(app) is app.extensions["ttt_bots"] is hub_of(socketio)
+    assert get_hub(app) is app.extensions["ttt_bots"] is get_publisher(app).bots
+    assert get_publisher(app).socketio is socketio
     assert not hasattr(socketio, "ttt_bots")

@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
                 "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
                 "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
+                "ttt.services", "ttt.steps", "ttt.creations",
                 "ttt.mcts", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
                 "ttt.loglines")
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")
@@ -86,7 +87,7 @@ def test_each_room_of_the_web_layer_imports_only_the_rooms_below_it():
 MODULE_LINES, SCRIPT_LINES, FUNCTION_LINES = 450, 300, 60
 # Over their limit while other branches of issue 43 split them: each entry comes out as its
 # split lands (the tests below fail on an entry that is within size again).
-LONG_MODULES = {"ttt/table.py", "ttt/match.py", "ttt/mcts.py"}
+LONG_MODULES = {"ttt/mcts.py"}
 LONG_SCRIPTS: set[str] = set()
 LONG_FUNCTIONS = {"ttt/mcts.py:search"}
 

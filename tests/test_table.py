@@ -8,8 +8,9 @@ import pytest
 
 from ttt.limits import Limits
 from ttt.match import FIRST_MOVE
+from ttt.replies import Reply, room
 from ttt.store import open_store
-from ttt.table import Reply, Table, room
+from ttt.table import Table
 from ttt.thinker import Inline, Scheduler
 from ttt.web.realtime.presence import MemorySeats, Presence
 
@@ -564,7 +565,7 @@ def test_the_rate_limit_is_per_player_across_connections(clock):
     presence = Presence(MemorySeats(clock), clock)
     player = "q" * 22
     for i in range(4):
-        presence.connect(f"t{i}", player, burst=4)
+        presence.connect(f"t{i}", player)
     taken = sum(presence.take_token(f"t{i % 4}", 2) for i in range(40))
     assert taken <= 5  # one bucket of 4 (plus a refill in the run), not four
 

@@ -57,7 +57,9 @@ def test_limits_live_with_the_limiter():
     assert Limits.__module__ == "ttt.limits"
 
 
-def test_what_is_set_on_the_table_after_it_is_built_reaches_every_part_that_holds_it():
+def test_what_is_set_on_the_table_after_it_is_built_reaches_every_part_through_its_services():
+    """Issue 43: no `HANDED`, no `__setattr__`: a collaborator handed later makes new
+    services, and every part is built again on them (none holds the table)."""
     table = Table(MemoryStore(), Presence())
     thinker, presence, rng = Inline(), Presence(), random.Random(1)
     limits = Limits(claim_after=7.0)
@@ -71,11 +73,23 @@ def test_what_is_set_on_the_table_after_it_is_built_reaches_every_part_that_hold
     def searched(seconds: float) -> None:
         """A test's metrics."""
 
+    watching = table.views.watching
     table.thinker, table.presence, table.rng, table.limits = thinker, presence, rng, limits
     table.clock, table.publish, table.searched, table.answer_wait = clock, publish, searched, 0.2
-    for name, parts in Table.HANDED.items():
-        for part in parts:
-            assert getattr(getattr(table, part), name) is getattr(table, name), (part, name)
-    assert table.views.clock is clock and table.clocks.clock is clock
-    assert table.ai.publish is publish and table.ai.answer_wait == 0.2
+    services = table.services
+    assert (services.thinker, services.presence, services.rng, services.limits) == (
+        thinker, presence, rng, limits)
+    assert (services.clock, services.publish, services.searched, services.answer_wait) == (
+        clock, publish, searched, 0.2)
+    for part in (table.views, table.ai, table.endgame, table.clocks):
+        assert part.services is services, part
+    assert table.views.watching is watching and watching.clock is clock  # its state kept
     assert table.config()["claim_after"] == 7.0  # the views read the new limits
+
+
+def test_no_part_holds_the_table_or_a_callback_into_it():
+    table = Table(MemoryStore(), Presence())
+    for part in (table.views, table.ai, table.endgame, table.clocks):
+        for value in vars(part).values():
+            assert value is not table and getattr(value, "__self__", None) is not table, part
+    assert "__setattr__" not in vars(Table) and not hasattr(Table, "HANDED")

@@ -5,7 +5,7 @@ import re
 
 from tests.test_events import call, new_game
 from ttt.match import CLOCKS
-from ttt.table import REACTIONS
+from ttt.views import REACTIONS
 
 
 def test_view_carries_rev_legal_and_replay(sio):

@@ -1,24 +1,24 @@
 """The AI's turns: its moves searched in a worker and landed later, and the analyses and
 hints it gives.
 
-A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the thinker,
-the AI's dice, the views and the table's shared steps; a slow search never runs inside a store
-transaction.
+A part of the master (ttt.table): it takes a match and the services (ttt.services) and
+returns the answer and the pushes; a slow search never runs inside a store transaction. An AI
+move found later has no caller to return to: its pushes go to the services' publisher, the
+app's one door.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import random
-from collections.abc import Callable
 from typing import Any
 
 from ttt.match import SIDES, Match, MatchError, ai_plays, ai_to_move, hint
 from ttt.payloads import game_id_of, whole
 from ttt.replies import N_, Push, Reply
-from ttt.store import Store, StoreUnavailable, Update
-from ttt.thinker import Busy, Task, Thinker, Ticket
+from ttt.services import Services
+from ttt.steps import changed, credits_of, enter
+from ttt.store import StoreUnavailable, Update
+from ttt.thinker import Busy, Task, Ticket
 from ttt.variants import VARIANTS
 from ttt.views import Views
 
@@ -29,28 +29,8 @@ LIVE_LOOKS = 50  # a player's live games looked at for a friend game in the judg
 class AiTurns:
     """The events and steps of a game whose AI thinks (and the hints and analyses)."""
 
-    def __init__(self, store: Store, presence: Any, clock: Callable[[], float],
-                 thinker: Thinker, rng: random.Random, views: Views, *,
-                 player: Callable[[str], str], load: Callable[[str], Match],
-                 update: Callable[..., tuple[Match, Match]], enter: Callable[..., Reply],
-                 origin: Callable[[str], str | None], changed: Callable[..., list[Push]],
-                 credits: Callable[[Match, Match], tuple]) -> None:
-        self.store, self.presence, self.clock, self.views = store, presence, clock, views
-        self.thinker, self.rng = thinker, rng
-        # The table's shared steps, under the names the table gives them.
-        self._player, self._load, self._update, self._enter = player, load, update, enter
-        self.origin, self._changed, self._credits = origin, changed, credits
-        # Where pushes made off any event go (an AI move landing later): set by the web layer.
-        self.publish: Callable[[list[Push]], None] = lambda pushes: None
-        # Told how long each AI search took (the web layer's metrics); nothing by default.
-        self.searched: Callable[[float], None] = lambda seconds: None
-        self.answer_wait = 5.0  # seconds an `analyze` or hint may wait for a worker
-
-    def _think(self, match: Match) -> tuple[Match, Match]:
-        """The AI's move in `match`, waited for; (the match before it, the match after it)."""
-        ticket = self._ask_ai(match)
-        ticket.wait()
-        return match, self.store.get(match.id) or match
+    def __init__(self, services: Services, views: Views) -> None:
+        self.services, self.views = services, views
 
     def think_later(self, match: Match) -> Match:
         """Ask a worker for the AI's move in `match`, landed (and pushed) when it comes; the
@@ -58,18 +38,18 @@ class AiTurns:
         ticket = self._ask_ai(match)
         if not ticket.done():
             return match
-        return self.store.get(match.id) or match
+        return self.services.store.get(match.id) or match
 
     def enter_thinking(self, sid: str, match: Match, player: str, **extra: Any) -> Reply:
         """Enter a game whose AI may still be thinking: once the connection is in the game's
         room (the web layer joins it, then calls `then`), the answer is read again, so a
         reply that landed in between is in it, and any later one reaches it as a push."""
-        reply = self._enter(sid, match, player, **extra)
+        reply = enter(self.views, sid, match, player, **extra)
         if not ai_to_move(match):
             return reply
 
         def caught_up() -> Reply:
-            now = self.store.get(match.id)
+            now = self.services.store.get(match.id)
             if now is not None and now.rev != match.rev:
                 reply.answer["game"] = self.views.view(now, now.role(player))
             return Reply(reply.answer)
@@ -80,45 +60,53 @@ class AiTurns:
     def _ask_ai(self, match: Match) -> Ticket:
         """The search for the AI's move at this rev: queued once, whoever asks again."""
         owner = (match.humans() or [match.id])[0]  # one search at a time per person
+        svc = self.services
         task = Task("move", match.variant, tuple(match.moves), match.level,
-                    self.rng.getrandbits(63))
-        return self.thinker.move(task, owner, match.origin or "", match.id, match.rev,
-                                 functools.partial(self._land, match))
+                    svc.rng.getrandbits(63))
 
-    def _land(self, match: Match, ticket: Ticket) -> None:
+        def found(ticket: Ticket) -> None:  # on the thinker's thread: nobody to answer
+            svc.publish(self.land(match, ticket))
+
+        return svc.thinker.move(task, owner, match.origin or "", match.id, match.rev, found)
+
+    def land(self, match: Match, ticket: Ticket) -> list[Push]:
         """Play the worker's cell if the game is still where it was asked (compare-and-set on
-        rev: a retried or repeated search never plays twice); push it to everyone."""
+        rev: a retried or repeated search never plays twice); the pushes that show it."""
         if ticket.error is not None:
             log.warning("the AI's move in %s was not found: %s", match.id, ticket.error)
-            return
-        cell = ticket.result
-        self.searched(ticket.seconds)
+            return []
+        svc, cell = self.services, ticket.result
+        svc.searched(ticket.seconds)
+        credited: list[tuple] = [()]
 
         def change(current: Match) -> Match | Update:
+            credited[0] = ()  # a store may call a change again, on a newer match
             if current.rev != match.rev:  # someone got in first: leave it as it is
                 return current
-            after = ai_plays(current, cell, self.clock())
+            after = ai_plays(current, cell, svc.clock())
             if not current.moves:  # the AI's opening move leaves a new game untouched
                 after = after.but(updated=current.updated)
-            return Update(after, self._credits(current, after))
+            credited[0] = credits_of(current, after)
+            return Update(after, credited[0])
 
         try:
-            changed = self.store.update(match.id, change)
+            landed = svc.write(match.id, change)
         except (MatchError, StoreUnavailable) as error:  # a join or a restart plays it later
             log.warning("the AI's move in %s did not land: %s", match.id, error)
-            return
-        if changed and changed[1].rev != changed[0].rev:
-            log.info("ai move game=%s cell=%s ms=%s", match.id, cell,
-                     round(ticket.seconds * 1000, 1),
-                     extra={"game": match.id, "cell": cell, "rev": changed[1].rev,
-                            "ms": round(ticket.seconds * 1000, 1)})
-            self.publish(self._changed(changed[1], self._credits(*changed)))
+            return []
+        if not landed or landed[1].rev == landed[0].rev:
+            return []
+        log.info("ai move game=%s cell=%s ms=%s", match.id, cell, round(ticket.seconds * 1000, 1),
+                 extra={"game": match.id, "cell": cell, "rev": landed[1].rev,
+                        "ms": round(ticket.seconds * 1000, 1)})
+        return changed(self.views, landed[1], credited[0])
 
     def resume(self) -> int:
         """Ask for every AI move that was waiting when a process stopped; how many."""
         asked = 0
-        for game_id in self.store.live_ids():
-            match = self.store.get(game_id)
+        store = self.services.store
+        for game_id in store.live_ids():
+            match = store.get(game_id)
             if match is not None and ai_to_move(match):
                 self._ask_ai(match)
                 asked += 1
@@ -131,13 +119,14 @@ class AiTurns:
         self._no_help_in_a_friend_game(player, variant, moves)
         if rules.instant_ai:
             return rules.analyze(rules.from_moves(moves))
-        conn = self.presence.connection(sid)
-        address = (self.origin(conn.address) if conn else None) or ""
+        svc = self.services
+        conn = svc.presence.connection(sid)
+        address = (svc.origin(conn.address) if conn else None) or ""
         try:
-            ticket = self.thinker.analyze(Task("analyze", variant, moves), player, address)
+            ticket = svc.thinker.analyze(Task("analyze", variant, moves), player, address)
         except Busy:
             raise MatchError("busy", "the AI is busy; try again in a moment") from None
-        if not ticket.wait(self.answer_wait) or ticket.error is not None:
+        if not ticket.wait(svc.answer_wait) or ticket.error is not None:
             raise MatchError("busy", "the AI is busy; try again in a moment")
         return ticket.result
 
@@ -150,8 +139,9 @@ class AiTurns:
         if not moves:
             return
         board = None
-        for game_id in self.store.live_games(player)[:LIVE_LOOKS]:
-            match = self.store.get(game_id)
+        store = self.services.store
+        for game_id in store.live_games(player)[:LIVE_LOOKS]:
+            match = store.get(game_id)
             if (match is None or match.mode != "friend" or match.is_over
                     or match.variant != variant or match.role(player) not in SIDES
                     or len(match.moves) != len(moves)):
@@ -166,13 +156,14 @@ class AiTurns:
                                  N_("no analysis while a game against a friend is on"))
 
     def analyze(self, sid: str, payload: dict) -> Reply:
-        match = self._load(game_id_of(payload))
+        match = self.services.load(game_id_of(payload))
         if match.mode == "friend" and not match.is_over:
             raise MatchError("not_allowed", N_("no analysis while a game against a friend is on"))
         ply = whole(payload, "ply", 0, len(match.moves)) if "ply" in payload else None
         rules = match.rules
         moves = tuple(match.moves if ply is None else match.moves[:ply])
-        answer = {"ok": True, "analysis": self._judge(sid, self._player(sid), match.variant, moves),
+        judged = self._judge(sid, self.services.player(sid), match.variant, moves)
+        answer = {"ok": True, "analysis": judged,
                   "version": len(match.moves),
                   "ply": len(match.moves) if ply is None else ply}
         if match.is_over:
@@ -180,10 +171,11 @@ class AiTurns:
         return Reply(answer)
 
     def hint(self, sid: str, payload: dict) -> Reply:
-        player = self._player(sid)
-        asked = hint(self._load(game_id_of(payload)), player, self.clock())  # refusals first
+        svc = self.services
+        player = svc.player(sid)
+        asked = hint(svc.load(game_id_of(payload)), player, svc.clock())  # refusals first
         judged = self._judge(sid, player, asked.variant, tuple(asked.moves))  # counted once found
-        before, match = self._update(asked.id, lambda m: hint(m, player, self.clock()))
+        before, match = svc.update(asked.id, lambda m: hint(m, player, svc.clock()))
         if match.moves != asked.moves:  # a move got in while the search ran: judge this one
             judged = self._judge(sid, player, match.variant, tuple(match.moves))
         pushes = self.views.game_pushes(match) if match.rev != before.rev else []

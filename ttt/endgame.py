@@ -1,50 +1,38 @@
 """The master's endings off the board: resign, abort, claim, and the rematch offers after.
 
-A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the AI's
-dice, the views and the table's steps it shares (entering a game, leaving an AI game, the caps).
+A part of the master (ttt.table): it takes a match and the services (ttt.services), with the
+views and the AI's turns beside it, and returns the answer and the pushes.
 """
 
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
+from ttt.ai_turns import AiTurns
+from ttt.creations import capped, caps, take_creation
 from ttt.endings import abort, claim, decline, leave, offer_rematch, rematch, resign
 from ttt.match import AI, Match, MatchError, ai_to_move, other
 from ttt.payloads import from_of, game_id_of
 from ttt.replies import Push, Reply, room
-from ttt.store import Caps, Store, Update
+from ttt.services import Services
+from ttt.steps import changed, credits_of, enter, leave_ai, left
+from ttt.store import Update
 from ttt.views import Views
 
 
 class Endgame:
     """The events that end a game off the board or follow its end."""
 
-    def __init__(self, store: Store, presence: Any, clock: Callable[[], float],
-                 rng: random.Random, views: Views, *, player: Callable[[str], str],
-                 load: Callable[[str], Match], update: Callable[..., tuple[Match, Match]],
-                 origin: Callable[[str], str | None], enter: Callable[..., Reply],
-                 enter_thinking: Callable[..., Reply], think_later: Callable[[Match], Match],
-                 take_creation: Callable[[str, str], None],
-                 leave_ai: Callable[[str, str | None], tuple[dict | None, list[Push]]],
-                 left: Callable[[Match], dict[str, Any]], changed: Callable[..., list[Push]],
-                 credits: Callable[[Match, Match], tuple], caps: Callable[[], Caps],
-                 capped: Callable[[], AbstractContextManager[None]]) -> None:
-        self.store, self.presence, self.clock, self.views = store, presence, clock, views
-        self.rng = rng
-        # The table's shared steps and the AI's, under the names the table gives them.
-        self._player, self._load, self._update, self.origin = player, load, update, origin
-        self._enter, self._enter_thinking, self._think_later = enter, enter_thinking, think_later
-        self._take_creation, self._leave_ai, self._left = take_creation, leave_ai, left
-        self._changed, self._credits, self._caps, self._capped = changed, credits, caps, capped
+    def __init__(self, services: Services, views: Views, ai: AiTurns) -> None:
+        self.services, self.views, self.ai = services, views, ai
 
     def rematch(self, sid: str, payload: dict) -> Reply:
+        svc = self.services
         game_id = game_id_of(payload)
-        player = self._player(sid)
-        old = self._load(game_id)
+        player = svc.player(sid)
+        old = svc.load(game_id)
         role = old.role(player)
         if role == "spectator":
             raise MatchError("spectator", "only the players can start a rematch")
@@ -52,54 +40,58 @@ class Endgame:
         # rule when it is a live AI game (PROTOCOL v4): the rematched one inside the same write
         # as the rematch, so a refused rematch changes nothing; another one after it.
         leaving = from_of(payload) if "from" in payload else game_id
-        address = self.presence.connection(sid).address
-        names, origin = self._names_now(old), self.origin(address)
+        address = svc.presence.connection(sid).address  # type: ignore[union-attr] (known)
+        names, origin = self._names_now(old), svc.origin(address)
         counted: list[bool] = []
+        credited: list[tuple] = [()]
 
         def change(match: Match) -> Match | Update:
             # Decided on the game as stored: an offer found from the other side is accepted,
             # never overwritten, so two players asking at once start exactly one game.
+            credited[0] = ()  # a store may call a change again, on a newer match
             if match.rematch_id:  # someone else's rematch got in first: keep theirs
                 return match
             if match.mode == "friend" and match.offer != other(role):
-                return offer_rematch(match, player, self.clock())
+                return offer_rematch(match, player, svc.clock())
             if not counted:  # a change may run again on a newer match: count it once
-                self._take_creation(player, address)
+                take_creation(svc, player, address)
                 counted.append(True)
-            ended = leave(match, player, self.clock()) if leaving == match.id else match
-            marked, fresh = rematch(ended, player, self.clock(), self.rng,
+            ended = leave(match, player, svc.clock()) if leaving == match.id else match
+            marked, fresh = rematch(ended, player, svc.clock(), svc.rng,
                                     think=match.rules.instant_ai, names=names, origin=origin)
+            credited[0] = credits_of(match, marked)
             # Both people sit in the new game: the caps are counted in this same write.
-            return Update(marked, self._credits(match, marked), create=fresh, caps=self._caps())
+            return Update(marked, credited[0], create=fresh, caps=caps(svc))
 
-        with self._capped():
-            before, old = self._update(game_id, change)
-        credits = self._credits(before, old)
-        left = (self._left(old) if old.mode == "ai" and old.is_over and not before.is_over
-                else None)
-        other_left, left_pushes = (self._leave_ai(player, leaving) if leaving != game_id
+        with capped():
+            before, old = svc.update(game_id, change)
+        credits = credited[0] if old.rev != before.rev else ()
+        other_left, left_pushes = (leave_ai(self.views, player, leaving) if leaving != game_id
                                    else (None, []))
-        left = left or other_left
+        gone = left(old) if old.mode == "ai" and old.is_over and not before.is_over else other_left
         if old.rematch_id is None:  # an offer, made now or before
             pushes = self.views.game_pushes(old) if old.rev != before.rev else []
-            return Reply({"ok": True, "started": False, "left": left,
+            return Reply({"ok": True, "started": False, "left": gone,
                           "game": self.views.view(old, role)}, left_pushes + pushes)
         continued = old.rev != before.rev  # this call started it
-        fresh = self._load(old.rematch_id)
+        fresh = svc.load(old.rematch_id)
         if ai_to_move(fresh):  # a slow AI opens the rematch in a worker; a push shows it
-            reply = self._enter_thinking(sid, self._think_later(fresh), player, started=True,
-                                         left=left)
+            reply = self.ai.enter_thinking(sid, self.ai.think_later(fresh), player, started=True,
+                                           left=gone)
         else:
-            reply = self._enter(sid, fresh, player, started=True, left=left)
+            reply = enter(self.views, sid, fresh, player, started=True, left=gone)
         reply.pushes[:0] = left_pushes
         if continued:  # the old game changed (continued, offer gone): whoever reads it sees so
-            reply.pushes.extend(self._changed(old, credits))
-        # Everyone who saw the old game follows: each side now sits at the other.
-        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
-        for seen in self.views.roles(old):
-            reply.pushes.append(Push("rematch", room(old.id, seen), functools.partial(
-                lambda role: {"from": old.id, "game": self.views.view(fresh, role)}, swap[seen])))
+            reply.pushes.extend(changed(self.views, old, credits))
+        reply.pushes.extend(self._followers(old, fresh))
         return reply
+
+    def _followers(self, old: Match, fresh: Match) -> list[Push]:
+        """Everyone who saw the old game follows: each side now sits at the other."""
+        swap = {"X": "O", "O": "X", "both": "both", "spectator": "spectator"}
+        return [Push("rematch", room(old.id, seen), functools.partial(
+            lambda role: {"from": old.id, "game": self.views.view(fresh, role)}, swap[seen]))
+            for seen in self.views.roles(old)]
 
     def _names_now(self, old: Match) -> dict[str, str | None]:
         """The names of the rematch's seats as the people call themselves now (sides swap)."""
@@ -107,29 +99,33 @@ class Endgame:
             return {"X": None, "O": None}
         names: dict[str, str | None] = {}
         for side, seat in (("X", old.seats["O"]), ("O", old.seats["X"])):
-            names[side] = self.store.name(seat) if seat and seat != AI else None
+            names[side] = self.services.store.name(seat) if seat and seat != AI else None
         return names
 
     def decline(self, sid: str, payload: dict) -> Reply:
-        player = self._player(sid)
-        _, match = self._update(game_id_of(payload), lambda m: decline(m, player, self.clock()))
+        svc = self.services
+        player = svc.player(sid)
+        _, match = svc.update(game_id_of(payload), lambda m: decline(m, player, svc.clock()))
         return Reply({"ok": True, "game": self.views.view(match, match.role(player))},
                      self.views.game_pushes(match))
 
     def _end(self, sid: str, payload: dict, change: Callable[[Match, str, float], Match]
              ) -> Reply:
-        player = self._player(sid)
+        svc = self.services
+        player = svc.player(sid)
+        credited: list[tuple] = [()]
 
         def ending(match: Match) -> Update:
-            after = change(match, player, self.clock())
-            return Update(after, self._credits(match, after))
+            after = change(match, player, svc.clock())
+            credited[0] = credits_of(match, after)
+            return Update(after, credited[0])
 
-        before, match = self._update(game_id_of(payload), ending)
-        credits = self._credits(before, match)
+        before, match = svc.update(game_id_of(payload), ending)
+        credits = credited[0] if match.rev != before.rev else ()
         answer: dict[str, Any] = {"ok": True, "game": self.views.view(match, match.role(player))}
         if credits:
-            answer["record"] = self.store.record(player)
-        return Reply(answer, self._changed(match, credits))
+            answer["record"] = svc.store.record(player)
+        return Reply(answer, changed(self.views, match, credits))
 
     def resign(self, sid: str, payload: dict) -> Reply:
         return self._end(sid, payload, resign)
@@ -139,7 +135,7 @@ class Endgame:
 
     def claim(self, sid: str, payload: dict) -> Reply:
         game_id = game_id_of(payload)
-        player = self._player(sid)
-        match = self._load(game_id)
+        player = self.services.player(sid)
+        match = self.services.load(game_id)
         waited = self.views.claimable_in(match, match.role(player))
         return self._end(sid, payload, lambda m, p, now: claim(m, p, waited, now))

@@ -1,10 +1,9 @@
 """One game as the server keeps it: mode, seats, moves, offers, clock, and how it ended.
 
-A match changes only through the functions here; each checks everything and
-returns a new match (its `rev` one higher) or raises one precise `MatchError`.
-The endings off the board are in `ttt.endings`, the wire view in `ttt.wire`, the
-stored form in `ttt.store.codec`.
-Pure: no Flask, no database, no clock (callers pass the time in).
+A match changes only through the functions here; each checks everything and returns a new
+match (its `rev` one higher) or raises one precise `MatchError`. The endings off the board are
+in `ttt.endings`, the wire view in `ttt.wire`, the stored form in `ttt.store.codec`. Pure: no
+Flask, no database, no clock (callers pass the time in).
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ CLOCKS: tuple[int, ...] = (10, 30, 60)       # seconds per move a timed friend g
 AI = "ai"                                    # the seat value of the computer
 SIDES: tuple[Mark, Mark] = ("X", "O")
 FIRST_MOVE = 30.0  # seconds a side has for its first move in a timed game, else it is called off
-# Endings with no result: called off by a player, no first move in time, or a pass-and-play
-# game left for another one.
+# Endings with no result: called off, no first move in time, a pass-and-play game left.
 ABORTS = (Termination.ABORT, Termination.NO_START, Termination.ABANDONED)
 
 
@@ -61,9 +59,10 @@ def nobody() -> dict[str, Any]:
 
 class once:
     """A property worked out on first use and kept on the instance: functools'
-    cached_property without the lock Python 3.11 takes on every first use (issue 28: four
-    of them on each match an event makes). A match never changes, so two threads that work
-    one out at once find the same value."""
+    cached_property without its lock. Kept on measure (issue 43, CPython 3.11.7): Python 3.11
+    takes one RLock per cached_property shared by every instance (all threads' matches wait on
+    it; 3.12 dropped it), and a first use costs 0.77 µs against 0.22 here, four a match. A
+    match never changes, so two threads that work one out at once find the same value."""
 
     def __init__(self, func: Any) -> None:
         self.func, self.name, self.__doc__ = func, func.__name__, func.__doc__
@@ -145,8 +144,7 @@ class Match:
         return self.finish.termination.value if self.finish else Termination.LINE.value
 
     # Cached like `board` and `status` (issue 28: an event asked each match these some thirty
-    # times, and the board's turn walks its lines each time). Safe: a Match is frozen and
-    # both follow from `moves` and `finish` alone; a change makes a new Match.
+    # times). Safe: both follow from `moves` and `finish` alone; a change makes a new Match.
     @once
     def is_over(self) -> bool:
         """Whether the game has ended, on the board or off it."""
@@ -206,11 +204,11 @@ class Match:
         return self.but(updated=now, rev=self.rev + 1, **changes)
 
     def but(self, **changes: Any) -> Match:
-        """A copy with these fields changed: `dataclasses.replace`, made directly. A frozen
-        dataclass's `__init__` sets its 22 fields one `object.__setattr__` at a time, and
-        `replace` reads every field first: 16.6 µs a copy against 3.4 here, two or three
-        copies a move (issue 28). What `once` worked out is not copied: it belongs to the
-        old fields."""
+        """A copy with these fields changed: `dataclasses.replace`, made directly. Kept on
+        measure: a frozen dataclass's `__init__` sets its 22 fields one `object.__setattr__`
+        at a time; `replace` took 12.7 µs a copy against 3.6 here (issue 43, CPython 3.11),
+        two or three copies a move of ~500 µs server CPU: 4-5 % of an event. What `once`
+        worked out is not copied: it belongs to the old fields."""
         if not _FIELD_SET.issuperset(changes):
             raise TypeError(f"Match has no field {sorted(set(changes) - _FIELD_SET)[0]!r}")
         copy = object.__new__(Match)
@@ -221,7 +219,8 @@ class Match:
     @staticmethod
     def whole(values: dict[str, Any]) -> Match:
         """The match of every field's value (a stored one read back), made as `but` makes
-        a copy: no `__init__`, its defaults or its 22 `object.__setattr__`."""
+        a copy: no `__init__`, its defaults or its 22 `object.__setattr__` (1.0 µs against
+        5.0 through `Match(**values)`, issue 43; one or more per event's store read)."""
         if values.keys() != _FIELD_SET:
             odd = sorted(values.keys() ^ _FIELD_SET)
             raise TypeError(f"Match fields missing or unknown: {odd}")
@@ -246,13 +245,10 @@ def create(mode: str, creator: str, now: float, you: str = "X", level: str | Non
            moves: tuple[int, ...] = (), clock: int | None = None,
            name: str | None = None, origin: str | None = None, variant: str = "classic",
            think: bool = True) -> Match:
-    """A new game; against the AI as O, the AI's opening move is already played.
-
-    `moves` starts the game from that position instead of the empty board (to try
-    a position again); such a game does not count in the player's record. With
-    `think` false the AI's opening move is left for the caller (a slow AI thinks
-    outside any transaction).
-    """
+    """A new game; against the AI as O, the AI's opening move is already played. `moves`
+    starts it from that position (to try a position again; not counted in the record). With
+    `think` false the AI's opening move is left for the caller (a slow AI thinks outside any
+    transaction)."""
     if variant not in VARIANTS:
         raise MatchError("bad_request", f"variant must be one of {', '.join(VARIANTS)}")
     rules = VARIANTS[variant]
@@ -315,7 +311,8 @@ def play(match: Match, player_id: str, cell: Any, now: float,
         raise MatchError("not_allowed", str(error)) from None
     moved = match.changed(now, moves=(*match.moves, cell),
                           deadline=_deadline(match, now, board.is_over, ahead=1))
-    moved.__dict__["board"] = board  # a cached_property, already known: no replay of the moves
+    # `once`'s cache, filled with what is known: no replay of up to 81 moves (Ultimate).
+    moved.__dict__["board"] = board
     return moved
 
 

@@ -1,26 +1,21 @@
 """The master's views: each game as one receiver sees it, and the pushes that carry it.
 
-A part of `ttt.table.Table`, which hands it the store, the presence, the clock, the
-limits, the thinker and how to tell a connection's player.
+A part of the master (ttt.table): it takes a match and the services (ttt.services), reads
+presence and the store, and returns views and pushes; it never writes.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from ttt import wire
 from ttt.bots import is_bot_player
-from ttt.limits import Limits
 from ttt.match import AI, CLOCKS, FIRST_MOVE, MODES, SIDES, Match, other
 from ttt.replies import Push, Reply, room
-from ttt.store import Store
-from ttt.thinker import Thinker
+from ttt.services import Services
 from ttt.variants import VARIANTS, record_key
 from ttt.watchers import WatchersNews
-
-BOT_MOVE_SECONDS = 10.0  # a bot's move deadline when the store says none (ttt.bots.referee's)
 
 REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 
@@ -28,16 +23,11 @@ REACTIONS = ("👍", "👏", "😮", "😅", "🤝", "gg")
 class Views:
     """The receiver views of the games a `Table` keeps."""
 
-    def __init__(self, store: Store, presence: Any, clock: Callable[[], float], limits: Limits,
-                 thinker: Thinker, player: Callable[[str], str]) -> None:
-        self.store = store
-        self.presence = presence
-        self.clock = clock
-        self.limits = limits
-        self.thinker = thinker
-        self._player = player  # a connection's player (the table's: refused when unknown)
-        # When a game's watchers were last told (the clock read through: tests set it later).
-        self.watching = WatchersNews(lambda: self.clock())
+    def __init__(self, services: Services, watching: WatchersNews | None = None) -> None:
+        self.services = services
+        # When a game's watchers were last told: kept by the table across new services.
+        self.watching = watching or WatchersNews(services.clock)
+        self.watching.clock = services.clock  # the same news, on the clock handed now
 
     def config(self) -> dict[str, Any]:
         """The choices a client offers, from the server's own constants (PROTOCOL v3 `config`)."""
@@ -47,7 +37,7 @@ class Views:
                                                 for level in rules.levels}}
                              for name, rules in VARIANTS.items()},
                 "modes": list(MODES), "clocks": list(CLOCKS), "reactions": list(REACTIONS),
-                "claim_after": self.limits.claim_after}
+                "claim_after": self.services.limits.claim_after}
 
     def claimable_in(self, match: Match, role: str,
                      online: dict[str, bool] | None = None) -> float | None:
@@ -58,19 +48,20 @@ class Views:
         if match.mode != "friend" or match.is_over or role not in SIDES or match.opening:
             return None
         opponent = other(role)
+        svc = self.services
         if online is None:
-            online = self.presence.online(match.id)
+            online = svc.presence.online(match.id)
         if match.seats[opponent] is None or online[opponent]:
             return None
         # Absence counts from the last sighting (in presence, or stored with the game), from
         # when the seat could first have been present, and never from before this process
         # started: after a restart a claim needs claim_after of absence it observed.
-        since = max(self.presence.last_seen(match.id, opponent) or 0.0,
+        since = max(svc.presence.last_seen(match.id, opponent) or 0.0,
                     match.seen.get(opponent) or 0.0,
                     match.seated.get(opponent) or match.created,
-                    getattr(self.presence, "started", 0.0))
-        now = self.clock()
-        wait = max(0.0, self.limits.claim_after - (now - since))
+                    svc.presence.started)
+        now = svc.clock()
+        wait = max(0.0, svc.limits.claim_after - (now - since))
         left = match.seconds_left(now) if match.turn == opponent else None
         if left is not None and left <= wait:  # the absent side's own clock ends it first
             return None
@@ -80,10 +71,11 @@ class Views:
         """The Game as a receiver in `role` sees it."""
         # Presence read once per view (issue 28: online, watchers and the claim's online were
         # three reads, two or three round trips with Redis; the same moment's figures).
-        online, watchers = self.presence.present(match.id)
+        svc = self.services
+        online, watchers = svc.presence.present(match.id)
         game = wire.view(match, role, online=online,
                          claimable_in=self.claimable_in(match, role, online),
-                         watchers=watchers, now=self.clock())
+                         watchers=watchers, now=svc.clock())
         if game["time_left"] is None:  # a clock not yet running: the side on move's full limit
             game["time_left"] = self.full_time(match)
         # The row of the record this game counts in, made here so no client builds it.
@@ -94,7 +86,7 @@ class Views:
         if match.mode == "ai" and match.level and not match.rules.instant_ai:
             # The AI's seconds this move: less than its level's when the workers are busy.
             full = getattr(match.rules.player(match.level), "seconds", None)
-            game["budget"] = self.thinker.budget_of(match.id) or full
+            game["budget"] = svc.thinker.budget_of(match.id) or full
             game["budget_full"] = full  # the level's own time: less in `budget` is a crowd
         return game
 
@@ -117,7 +109,7 @@ class Views:
         if match.clock is not None:
             limits.append(FIRST_MOVE if match.opening else float(match.clock))
         if turn is not None and is_bot_player(match.seats[turn]):
-            limits.append(float(getattr(self.store, "move_seconds", BOT_MOVE_SECONDS)))
+            limits.append(self.services.bot_seconds)
         return min(limits) if limits else None
 
     @staticmethod
@@ -143,21 +135,22 @@ class Views:
         return [p for game_id in self.watching.due() for p in self._watchers_pushes(game_id)]
 
     def _watchers_pushes(self, game_id: str) -> list[Push]:
-        cached = getattr(self.store, "cached", None)
-        match = (cached(game_id) if cached is not None else None) or self.store.get(game_id)
+        svc = self.services
+        match = svc.cached(game_id) or svc.store.get(game_id)
         if match is None:
             return []
         body = functools.cache(lambda: {"game": game_id,
-                                        "watchers": self.presence.watchers(game_id)})
+                                        "watchers": svc.presence.watchers(game_id)})
         return [Push("watchers", room(game_id, role), body) for role in self.roles(match)]
 
     def games(self, sid: str, payload: dict) -> Any:
         """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a
         short line for the home page's list: whose turn, the opponent, the time left."""
-        player = self._player(sid)
+        store = self.services.store
+        player = self.services.player(sid)
         found = []
-        for game_id in self.store.live_games(player):
-            match = self.store.get(game_id)
+        for game_id in store.live_games(player):
+            match = store.get(game_id)
             if match is None or match.mode != "friend" or match.is_over:
                 continue
             role = match.role(player)
@@ -183,7 +176,8 @@ class Views:
         role = match.role(player)
         answer: dict[str, Any] = {"ok": True, **extra, "game": self.view(match, role),
                                   "you": role,
-                                  "record": self.store.record(player) if record is None else record}
+                                  "record": self.services.store.record(player) if record is None
+                                  else record}
         if match.mode == "friend":
             answer["link"] = f"/g/{match.id}"
         return answer

@@ -1,9 +1,11 @@
-"""The house rules for bots, laid over a game store: move deadlines and the bots' ladder.
+"""The house rules for bots: move deadlines and the bots' ladder, applied by the master.
 
-`Referee(store, book)` is the store the table writes through. Every change that puts a bot
-on move gives it a deadline (`move_seconds`, or the game's own clock when that is
-shorter), written in the same transaction as the change, so the match clock the table
-already runs (`Table.tick`, the store's `due`) ends a bot's game on time like a person's.
+`BotRules(book)` is one of the master's services (ttt.services: `Services.write` runs every
+change through `rewrite` inside the store's transaction, and `ended` after it); the store
+stays a store. Every change that puts a bot on move gives it a deadline (`move_seconds`, or
+the game's own clock when that is shorter), written in the same transaction as the change,
+so the match clock the table already runs (`Table.tick`, the store's `due`) ends a bot's
+game on time like a person's.
 Every change that ends a game between two bots rates it once, in its variant; a game a bot
 started casual (`"rated": false`) counts in no record and no rating. Nothing else changes.
 
@@ -22,7 +24,7 @@ from ttt.bots import is_bot_player
 from ttt.bots.book import Book
 from ttt.match import AI, SIDES, Match, ending, other, results
 from ttt.rules import Termination
-from ttt.store import Caps, Change, Update, as_update
+from ttt.store import Update
 
 MOVE_SECONDS = 10.0
 PERSON_SECONDS = 300.0  # a person's time for a move against a bot (no clock of their own)
@@ -105,59 +107,51 @@ def unplayed_time_out(before: Match, after: Match) -> bool:
                         for i in range(before.start, len(before.moves))))
 
 
-class Referee:
-    """A game store with bot deadlines and bot-versus-bot ratings; the rest passes through."""
+class BotRules:
+    """Bot deadlines, casual games and bot-versus-bot ratings: the rules the master applies
+    to every write (ttt.services.Services.write); nothing else changes."""
 
-    def __init__(self, store: Any, book: Book, move_seconds: float = MOVE_SECONDS,
+    def __init__(self, book: Book, move_seconds: float = MOVE_SECONDS,
                  person_seconds: float = PERSON_SECONDS) -> None:
-        self._store = store
         self.book = book
         self.move_seconds = move_seconds
         self.person_seconds = person_seconds
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._store, name)
-        if callable(attribute) and not hasattr(type(self), name):
-            # Kept on the instance: the next call finds it at once, not through a missed
-            # lookup and this method (issue 28: every store call of an event came here).
-            self.__dict__[name] = attribute
-        return attribute
+    def created(self, match: Match) -> Match:
+        """A new game with its first deadline, if a bot or a person against one is on move."""
+        return with_deadline(None, match, self.move_seconds, self.person_seconds)
 
-    def _deadline(self, before: Match | None, after: Match) -> Match:
-        return with_deadline(before, after, self.move_seconds, self.person_seconds)
+    def rewrite(self, match: Match, update: Update) -> Update:
+        """A change of `match` as the house lands it: a person's unplayed time-out called off,
+        the result credited (a time-out against the AI too) unless the game is casual, the
+        deadline of whoever is now on move. Inside the store's transaction: no I/O but the
+        book's casual mark, read only when a game that credits has a bot in it."""
+        if update.match.rev == match.rev:
+            return update
+        if unplayed_time_out(match, update.match):  # no result: called off
+            update = update._replace(match=match.changed(
+                update.match.updated, finish=ending(Termination.NO_START), deadline=None),
+                credits=())
+        if not update.credits:  # a time-out against the AI counts in the record too
+            update = update._replace(credits=tuple(results(match, update.match)))
+        if update.credits and self._casual(update.match):  # practice: no record
+            update = update._replace(credits=())
+        made = update.create and self.created(update.create)
+        return update._replace(match=with_deadline(match, update.match, self.move_seconds,
+                                                   self.person_seconds), create=made or None)
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
-        self._store.create(self._deadline(None, match), caps)
-
-    def update(self, game_id: str, change: Change) -> tuple[Match, Match] | None:
-        def timed(match: Match) -> Match | Update:
-            update = as_update(change(match))
-            if update.match.rev == match.rev:
-                return update
-            if unplayed_time_out(match, update.match):  # no result: called off
-                update = update._replace(match=match.changed(
-                    update.match.updated, finish=ending(Termination.NO_START), deadline=None),
-                    credits=())
-            if not update.credits:  # a time-out against the AI counts in the record too
-                update = update._replace(credits=tuple(results(match, update.match)))
-            if update.credits and self._casual(update.match):  # practice: no record
-                update = update._replace(credits=())
-            made = update.create and self._deadline(None, update.create)
-            return update._replace(match=self._deadline(match, update.match),
-                                   create=made or None)
-
-        done = self._store.update(game_id, timed)
-        if done is not None:
-            before, after = done
-            if after.is_over and not before.is_over:
-                self._remember(after)
-            if (after.is_over and not before.is_over and after.status != "aborted"
-                    and after.mode == "friend" and after.start == 0 and not after.opening
-                    and all(is_bot_player(after.seats[m]) for m in ("X", "O"))
-                    and not self._same_maker(after.seats["X"], after.seats["O"])):
-                self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner,
-                               after.variant)
-        return done
+    def ended(self, before: Match, after: Match) -> None:
+        """After a write that ended a game: each bot's history line, and a game between two
+        bots (of different makers, both having moved) rated once."""
+        if not after.is_over or before.is_over:
+            return
+        self._remember(after)
+        if (after.status != "aborted" and after.mode == "friend" and after.start == 0
+                and not after.opening
+                and all(is_bot_player(after.seats[m]) for m in ("X", "O"))
+                and not self._same_maker(after.seats["X"], after.seats["O"])):
+            self.book.rate(after.id, after.seats["X"], after.seats["O"], after.winner,
+                           after.variant)
 
     def _remember(self, match: Match) -> None:
         """Each bot seat's line in its history (PROTOCOL v5): whom it played, how it ended."""

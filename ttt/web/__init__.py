@@ -19,14 +19,10 @@ from ttt.store import open_store
 from ttt.table import Table
 from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
 from ttt.web.ops import logs, settings
-from ttt.web.ops.metrics import (
-    MeteredStore,
-    Metrics,
-    count_from_zero,
-    observe_search,
-    watch_queue,
-)
+from ttt.web.ops.metered import MeteredStore
+from ttt.web.ops.metrics import Metrics, count_from_zero, observe_search, watch_queue
 from ttt.web.realtime.presence import MemorySeats, Presence, RedisSeats
+from ttt.web.realtime.publisher import Publisher
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,12 +86,14 @@ def _init_presence(app: Flask) -> None:
 
 
 def _init_table(app: Flask) -> None:
-    """The master, with the house's limits, the bots' referee and the AI's thinker."""
+    """The master, with the house's limits, its rules for bots and the AI's thinker."""
     from ttt.web.http import botsite
 
     config = app.config
     limited = config["TTT_RATE_LIMIT"] > 0  # 0: benchmarks and trusted bots, no limit at all
-    table = Table(botsite.referee(app, app.extensions["ttt_store"]), app.extensions["ttt_presence"],
+    store = app.extensions["ttt_store"]
+    bots = botsite.rules(app, store)
+    table = Table(store, app.extensions["ttt_presence"],
                   limits=Limits(
                       claim_after=float(config["TTT_CLAIM_AFTER"]),
                       live_per_player=config["TTT_MAX_LIVE_PER_PLAYER"],
@@ -106,8 +104,11 @@ def _init_table(app: Flask) -> None:
                       unjoined_per_address=float(config["TTT_UNJOINED_PER_ADDRESS"]),
                       renames_per_minute=10.0 if limited else 0.0),
                   salt=hashlib.sha256(str(config["SECRET_KEY"]).encode()).digest(),
-                  thinker=workers.build(config))
+                  thinker=workers.build(config), rules=bots, bot_seconds=bots.move_seconds)
     table.searched = observe_search
+    # The one door every push leaves by, the master's own (an AI move landing later) too.
+    app.extensions["ttt_publisher"] = publisher = Publisher()
+    table.publish = publisher.publish
     watch_queue(table.thinker)
     app.extensions["ttt_table"] = table
 

@@ -7,7 +7,6 @@ event handler can reach them without importing the factory back (tests/test_impo
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 from flask import Flask, current_app
@@ -17,10 +16,7 @@ if TYPE_CHECKING:
     from ttt.store import Store
     from ttt.table import Table
     from ttt.web.realtime.hub import Hub
-
-# Which app each Socket.IO server serves: pushes sent outside a request (the clocks loop, an
-# AI's late move) find the app's parts from the server they go through.
-_APPS: weakref.WeakKeyDictionary[SocketIO, Flask] = weakref.WeakKeyDictionary()
+    from ttt.web.realtime.publisher import Publisher
 
 
 def get_store() -> Store:
@@ -39,23 +35,20 @@ def get_table(app: Flask | None = None) -> Table:
 
 
 def keep_socketio(app: Flask, socketio: SocketIO) -> None:
-    """The app's one Socket.IO server, found from the app and the app found from it."""
+    """The app's one Socket.IO server."""
     app.extensions["ttt_socketio"] = socketio
-    _APPS[socketio] = app
+
+
+def get_publisher(app: Flask | None = None) -> Publisher:
+    """The one door every push of an app leaves by (ttt.web.realtime.publisher)."""
+    return (app or current_app).extensions["ttt_publisher"]
 
 
 def keep_hub(app: Flask, hub: Hub) -> None:
-    """The bots' hub, in the app: every push goes through it once it is there."""
+    """The bots' hub, in the app (the publisher hands it every push once attached)."""
     app.extensions["ttt_bots"] = hub
 
 
 def get_hub(app: Flask | None = None) -> Hub:
     """The bots' hub of an app."""
     return (app or current_app).extensions["ttt_bots"]
-
-
-def hub_of(socketio: SocketIO) -> Hub | None:
-    """The bots' hub of the app that Socket.IO server serves (None before it is installed,
-    or for a server no app keeps)."""
-    app = _APPS.get(socketio)
-    return app.extensions.get("ttt_bots") if app is not None else None

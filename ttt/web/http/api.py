@@ -11,15 +11,15 @@ import functools
 import secrets
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from ttt.bots import Bot, BotError, check_variants, hash_token
 from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.bots.caps import opponent_in
-from ttt.bots.referee import MOVE_SECONDS
 from ttt.match import SIDES
+from ttt.replies import Push, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import Push, refusal
+from ttt.web.extensions import get_publisher
 from ttt.web.http.botkit import (
     STORE_AWAY,
     answer,
@@ -36,7 +36,6 @@ from ttt.web.http.botkit import (
     table,
 )
 from ttt.web.http.pages import error_page
-from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.hub import bot_room, peer_gone
 
 bp = Blueprint("bots_api", __name__)
@@ -123,7 +122,7 @@ def challenge(bot: Bot):
     if other is not None and made.get("ok"):
         game_id = made["game"]["id"]
         book().offer(game_id, other.player)
-        emit_all(current_app.extensions["ttt_socketio"], [Push(
+        get_publisher().publish([Push(
             "challenge", bot_room(other.player), {"id": game_id, "from": bot.name,
                                                   "variant": variant, "clock": clock,
                                                   "rated": rated})])
@@ -193,8 +192,8 @@ def set_account(bot: Bot):
 
 
 def move_seconds() -> float:
-    """The seconds a bot has for a move (the referee's; a game's clock may be shorter)."""
-    return float(getattr(table().store, "move_seconds", MOVE_SECONDS))
+    """The seconds a bot has for a move (the house's rules; a game's clock may be shorter)."""
+    return table().services.bot_seconds
 
 
 @bp.app_errorhandler(405)

@@ -19,12 +19,12 @@ from ttt.bots import Bot, BotError, bot_answer, check_name, plays
 from ttt.bots.book import Book
 from ttt.bots.caps import room_for as room_in_caps
 from ttt.match import SIDES, MatchError
-from ttt.replies import N_
+from ttt.replies import N_, Push, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import Push, Table, refusal
+from ttt.table import Table
 from ttt.variants import VARIANTS, record_key
-from ttt.web.extensions import get_hub
-from ttt.web.realtime.events import client_address, emit_all
+from ttt.web.extensions import get_hub, get_publisher
+from ttt.web.realtime.events import client_address
 from ttt.web.realtime.hub import Hub, bot_room
 
 log = logging.getLogger("ttt.bots")
@@ -140,9 +140,7 @@ def nesting(raw: bytes) -> int:
 
 def connect(bot: Bot) -> str:
     """The bot's pseudo-connection for this request's client address."""
-    config = current_app.config
-    return hub().connection(bot, client_address(config["TTT_TRUSTED_PROXIES"]),
-                            config["TTT_RATE_LIMIT"])
+    return hub().connection(bot, client_address(current_app.config["TTT_TRUSTED_PROXIES"]))
 
 
 
@@ -150,11 +148,11 @@ def run(sid: str, event: str, body: dict[str, Any], limited: bool = True) -> dic
     """One event through the table, as the socket adapter runs it (rate limit, AI's `then`)."""
     if limited and not table().presence.take_token(sid, current_app.config["TTT_RATE_LIMIT"]):
         return refusal("rate_limited", "slow down")
-    socketio = current_app.extensions["ttt_socketio"]
+    publisher = get_publisher()
     step = functools.partial(table().handle, event, sid, body)
     while True:
         reply = step()
-        emit_all(socketio, reply.pushes, sid)
+        publisher.send(publisher.prepare(reply.pushes, sid))
         if reply.then is None:
             return reply.answer
         step = reply.then
@@ -168,9 +166,8 @@ def seat_from(answer_: dict[str, Any], bot: Bot) -> None:
     if answer_.get("ok") and isinstance(game, dict) and game.get("you") in SIDES:
         match = table().store.get(game["id"])
         if match is not None:
-            emit_all(current_app.extensions["ttt_socketio"],
-                     [Push("seat", bot_room(bot.player), {"game": match.id}),
-                      *table().game_pushes(match)])
+            get_publisher().publish([Push("seat", bot_room(bot.player), {"game": match.id}),
+                                     *table().game_pushes(match)])
 
 
 

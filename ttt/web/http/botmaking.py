@@ -28,8 +28,7 @@ from flask_babel import gettext as _
 
 from ttt.bots import PLAYABLE, Bot, BotError, check_about, check_name, check_variants
 from ttt.bots.book import register
-from ttt.replies import N_
-from ttt.table import refusal
+from ttt.replies import N_, refusal
 from ttt.web.http.botkit import NOT_JSON, STATUS, answer, book, card, guarded, hub, payload, table
 from ttt.web.http.botpages import bot_or_404
 from ttt.web.http.pages import ensure_player, from_this_site, site_url

@@ -28,9 +28,9 @@ from flask_babel import gettext as _
 from ttt.bots import Bot, BotError, bundle, check_name
 from ttt.bots.book_rules import HISTORY_PAGE
 from ttt.match import SIDES
-from ttt.replies import N_
+from ttt.payloads import valid_id
+from ttt.replies import N_, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import refusal, valid_id
 from ttt.web.http.botkit import (
     NOT_JSON,
     answer,
@@ -181,7 +181,7 @@ def play(name: str):
     presence = table().presence
     sid = f"web:{person}:{id(request)}"
     address = client_address(current_app.config["TTT_TRUSTED_PROXIES"])
-    if not presence.connect(sid, person, 2.0, address):
+    if not presence.connect(sid, person, address):
         return render_template("bot.html", bot=card(bot), error=_("Too many tabs open.")), 429
     try:
         made = run(sid, "new_game", {"mode": "friend", "you": you, "variant": variant,

@@ -20,7 +20,8 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ttt.bots import Bot, BotError, check_name, hash_token, same_hash
 from ttt.bots.caps import ANY
-from ttt.table import refusal, valid_id
+from ttt.payloads import valid_id
+from ttt.replies import refusal
 from ttt.web.http.botkit import (
     answer,
     book,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hmac
 import logging
 import math
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,9 +43,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ttt import build, loglines
+from ttt import build
 from ttt.pool_metrics import AI_CROWD
-from ttt.store import StoreUnavailable
 from ttt.web.ops.collectors import Collected, Labelled, Live, Timings
 
 log = logging.getLogger("ttt.metrics")
@@ -55,7 +53,6 @@ log = logging.getLogger("ttt.metrics")
 # (rate() and increase() need no start time) and they were a third of a scrape's lines; the
 # counters at zero from start-up (issue 45) would have doubled them.
 disable_created_metrics()
-GAMES = logging.getLogger("ttt.games")  # one line per game ended by this process
 
 # Event latency in seconds: a move on loopback takes about a millisecond; an Ultimate AI
 # reply or a store under load, up to seconds.
@@ -202,77 +199,6 @@ class _Parts(Collector):
             yield GaugeMetricFamily("ttt_store_lost", "1 when the store's identity is gone or "
                                     "another (a wiped Redis, a replaced or deleted SQLite "
                                     "file): its data went with it.", value=1 if self.lost() else 0)
-
-
-class MeteredStore:
-    """A store that counts games started and finished here, and calls that failed."""
-
-    def __init__(self, store: Any, metrics: Metrics) -> None:
-        self._store, self._metrics = store, metrics
-
-    @property
-    def wrapped(self) -> Any:
-        """The store whose calls are counted."""
-        return self._store
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._store, name)
-        if not callable(attribute):
-            return attribute
-        errors, store = self._metrics.store_errors, self._store
-        timer = self._metrics.store_timer(name)
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:  # looked up at each call: a store's method replaced later is the one called
-                return getattr(store, name)(*args, **kwargs)
-            except StoreUnavailable:
-                errors.labels(name).inc()
-                raise
-            finally:
-                timer.observe(time.perf_counter() - started)
-
-        # Kept on the instance: the next call finds it at once (issue 28: every store call
-        # went through this lookup and built a new function). Not create and update: the
-        # methods below call this for the plain call, and must stay in front.
-        if not hasattr(type(self), name):
-            self.__dict__[name] = counted
-        return counted
-
-    def cached(self, game_id: str) -> Any:
-        """The store's cached copy (ttt.store.sqlite), or None: no store call, so not timed."""
-        peek = getattr(self._store, "cached", None)
-        return peek(game_id) if peek is not None else None
-
-    def _call(self, name: str, *args: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return getattr(self._store, name)(*args)
-        except StoreUnavailable:
-            self._metrics.store_errors.labels(name).inc()
-            raise
-        finally:
-            self._metrics.store_timer(name).observe(time.perf_counter() - started)
-
-    def create(self, match: Any, caps: Any = None) -> None:
-        self._call("create", match, caps)
-        self._metrics.started.labels(match.mode, match.variant).inc()
-
-    def update(self, game_id: str, change: Callable) -> Any:
-        changed = self._call("update", game_id, change)
-        if changed:
-            before, after = changed
-            if not before.is_over and after.is_over:
-                self._metrics.finished.labels(after.mode, after.variant).inc()
-                loglines.info(GAMES, "game over game=%s status=%s winner=%s", after.id,
-                              after.status, after.winner or "-", game=after.id, mode=after.mode,
-                              variant=after.variant, status=after.status, winner=after.winner,
-                              rev=after.rev)
-            if after.rematch_id is not None and before.rematch_id is None:
-                # The change made the rematch (ttt.endings.rematch: the same mode and
-                # variant) in its transaction: a game started.
-                self._metrics.started.labels(after.mode, after.variant).inc()
-        return changed
 
 
 def _authorized(token: str) -> bool:

@@ -4,48 +4,24 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, request, session
 from flask_socketio import SocketIO, join_room
-from socketio import PubSubManager
 
 from ttt import loglines
 from ttt.bots import v3_answer
+from ttt.replies import player_room, refusal
 from ttt.store import StoreUnavailable
-from ttt.table import Push, Table, player_room, refusal
-from ttt.web.extensions import hub_of
+from ttt.table import Table
 from ttt.web.ops.metrics import refused_connection, unhandled
+from ttt.web.realtime.publisher import Publisher
 from ttt.web.transport.admission import address_of
 from ttt.web.transport.budgets import Budgets
-from ttt.web.transport.engine_hooks import emit_here, room_members
 
 log = logging.getLogger("ttt.events")
 PRESENCE_NOT_UPDATED = loglines.Fold(log, "presence not updated on disconnect")
-
-
-def emit_all(socketio: SocketIO, pushes: Iterable[Push], sender: str | None = None) -> None:
-    """Send each push to its room (skipping the sender, who has the answer, where it says so).
-
-    With one process and no message queue, a room with nobody else in it gets nothing: its
-    payload is never even built (an AI game's spectator room, a player's only tab).
-    """
-    if not pushes:
-        return
-    server = socketio.server
-    local = not isinstance(server.manager, PubSubManager)  # all rooms are in this process
-    bots = hub_of(socketio)  # the bot streams' hub (ttt.web.realtime.hub), kept in app.extensions
-    for push in pushes:
-        skip = sender if push.skip_sender else None
-        if local and not (bots and bots.hears(push.room)):
-            members = room_members(server, push.room)
-            if not members or (skip is not None and len(members) == 1 and skip in members):
-                continue
-        if bots:  # to the bots listening, and each person in their protocol's form
-            bots.deliver(push, push.body(), skip)
-        else:
-            socketio.emit(push.event, push.body(), to=push.room, skip_sid=skip)
 
 
 def client_address(trusted: frozenset[str]) -> str:
@@ -61,12 +37,13 @@ def _show(server: Any, sid: str, target: str) -> None:
     server.enter_room(sid, target, namespace="/")
 
 
-def register(socketio: SocketIO, table: Table, config: Any,
+def register(socketio: SocketIO, table: Table, publisher: Publisher, config: Any,
              watch: Callable[[str, Callable], Callable] | None = None,
              budgets: Budgets | None = None) -> None:
     """Attach every event handler to this SocketIO object (`config`: the app's, read live;
     `watch(name, handler)`: the handler measured, logged and drained, ttt.web.transport.drain;
-    `budgets`: the events' budget per address prefix, ttt.web.transport.budgets)."""
+    `budgets`: the events' budget per address prefix, ttt.web.transport.budgets; every push
+    leaves by `publisher`, its bodies built inside the guarded section)."""
     server = socketio.server
 
     def versioned(sid: str, answer: dict) -> dict:
@@ -86,15 +63,16 @@ def register(socketio: SocketIO, table: Table, config: Any,
         while True:
             try:
                 reply = step()
+                if reply.show:
+                    _show(server, sid, reply.show)
+                ready = publisher.prepare(reply.pushes, sid)  # bodies may read the store
             except StoreUnavailable:
                 return refusal("unavailable", "the game store is unavailable; retrying")
             except Exception:  # a bug: say so once in the log, never drop the connection
                 log.exception("event %s failed", name)
                 unhandled(name)
                 return refusal("internal", "something went wrong on the server")
-            if reply.show:
-                _show(server, sid, reply.show)
-            emit_all(socketio, reply.pushes, sid)
+            publisher.send(ready)
             if reply.then is None:
                 return versioned(sid, reply.answer)
             step = reply.then  # e.g. the AI thinks: the pushes above show the move first
@@ -111,9 +89,7 @@ def register(socketio: SocketIO, table: Table, config: Any,
     for name in Table.EVENTS:
         handler = adapter(name)
         server.on(name, watch(name, handler) if watch else handler, namespace="/")
-    # Pushes made off any event (an AI move a worker found) go out through this SocketIO.
-    table.publish = functools.partial(emit_all, socketio)
-    _register_connections(socketio, table, functools.partial(run, "join"),
+    _register_connections(socketio, table, publisher, functools.partial(run, "join"),
                           functools.partial(run, "new_game"))
 
 
@@ -134,7 +110,8 @@ def _ridden(auth: dict, sid: str, join: Callable[[str, Any], dict],
     return answer
 
 
-def _register_connections(socketio: SocketIO, table: Table, join: Callable[[str, Any], dict],
+def _register_connections(socketio: SocketIO, table: Table, publisher: Publisher,
+                          join: Callable[[str, Any], dict],
                           start: Callable[[str, Any], dict]) -> None:
     """The connect and disconnect handlers (`join(sid, payload)`: the join event, answered;
     `start`: the new_game event, answered).
@@ -154,7 +131,7 @@ def _register_connections(socketio: SocketIO, table: Table, join: Callable[[str,
         if not isinstance(player, str):
             refused_connection("session")
             return False  # no session cookie: open the page first
-        if not table.connect(request.sid, player, address, burst=2 * config["TTT_RATE_LIMIT"]):
+        if not table.connect(request.sid, player, address):
             refused_connection("player")
             return False  # too many tabs of this player (or addresses)
         join_room(player_room(player))
@@ -165,8 +142,7 @@ def _register_connections(socketio: SocketIO, table: Table, join: Callable[[str,
             # The join rides the connect (PROTOCOL v5): the answer `join` would give, sent
             # before the connect's own packet (a client keeps events until it is connected),
             # to this connection only, never through the queue (it is here).
-            emit_here(socketio.server, "joined", _ridden(auth, request.sid, join, start),
-                      request.sid, [])
+            publisher.here("joined", _ridden(auth, request.sid, join, start), request.sid)
         return True
 
     @socketio.on("disconnect")
@@ -174,7 +150,7 @@ def _register_connections(socketio: SocketIO, table: Table, join: Callable[[str,
         if socketio.server.manager.is_connected(request.sid, "/"):
             return  # an event named "disconnect" from a live connection: ignore it
         try:
-            emit_all(socketio, table.disconnect(request.sid))
+            publisher.publish(table.disconnect(request.sid))
         except StoreUnavailable as error:  # the seat lease lapses by itself
             PRESENCE_NOT_UPDATED.failed(error)  # once, then a line a minute, then "back"
         else:

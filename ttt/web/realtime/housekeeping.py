@@ -14,10 +14,11 @@ from flask import Flask
 
 from ttt import loglines
 from ttt.match import Match, ending
+from ttt.replies import Push
 from ttt.rules import Termination
-from ttt.table import Push, Table
+from ttt.table import Table
+from ttt.web.extensions import get_publisher
 from ttt.web.ops.metrics import serve_apart
-from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.presence import LEASE_SECONDS
 
 log = logging.getLogger("ttt.housekeeping")
@@ -40,7 +41,7 @@ def end_unplayed(table: Table, now: float, after: float = UNPLAYED_SECONDS) -> l
                 return current
             return current.changed(now, finish=ending(Termination.ABANDONED), deadline=None)
 
-        changed = table.store.update(game_id, call_off)
+        changed = table.services.write(game_id, call_off)
         if changed and changed[1].rev != changed[0].rev:
             pushes += table.game_pushes(changed[1])
     return pushes
@@ -73,7 +74,7 @@ def _clocks(app: Flask) -> None:
     while True:
         socketio.sleep(app.config["TTT_TICK"])
         try:
-            emit_all(socketio, table.tick())
+            get_publisher(app).publish(table.tick())
         except Exception as error:  # a store outage must not end the loop
             fold.failed(error)
         else:
@@ -97,7 +98,7 @@ def _leases_and_purges(app: Flask) -> None:
                 # ends by it (a loss from the person's second move), before any purge.
                 table: Table = app.extensions["ttt_table"]
                 if left := table.leave_idle(now - config["TTT_AI_LEFT_AFTER"]):
-                    emit_all(socketio, left)
+                    get_publisher(app).publish(left)
                     log.info("ended the AI games left untouched for TTT_AI_LEFT_AFTER")
                 gone = store.purge(now - config["TTT_FINISHED_TTL"],
                                    now - config["TTT_IDLE_TTL"],
@@ -107,7 +108,7 @@ def _leases_and_purges(app: Flask) -> None:
                 ended = end_unplayed(app.extensions["ttt_table"], now,
                                      config.get("TTT_UNPLAYED_TTL", UNPLAYED_SECONDS))
                 if ended:
-                    emit_all(socketio, ended)
+                    get_publisher(app).publish(ended)
                 if hasattr(store, "checkpoint"):  # SQLite: keep the WAL from growing
                     store.checkpoint()
         except Exception as error:  # a store outage must not end the loop

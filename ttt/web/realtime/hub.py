@@ -5,9 +5,10 @@ A bot is another kind of connection. For the table it is a pseudo-connection in 
 socket. Its seats are held while its stream is open, under "botseat:<player id>", one lease
 per live game, so a person sees it online, and offline (claimable) once the stream is gone.
 
-Delivery: `emit_all` hands every push to `Hub.deliver`, which copies it to the streams of
-the bots listening to its room (`g:<game>:<side>`) and then emits it to the people, a
-version 3 copy (a bot's name as {"name", "bot": true}) to version 3 connections.
+Delivery: the publisher (ttt.web.realtime.publisher) hands every push to `Hub.deliver`,
+which copies it to the streams of the bots listening to its room (`g:<game>:<side>`)
+and then emits it to the people, a version 3 copy (a bot's name as {"name", "bot": true})
+to version 3 connections.
 With several processes on a message queue, every push goes through the queue and each
 process's hub hears it where python-socketio hands it to the local rooms (through
 `engine_hooks.on_queue_emit`, checked at start-up): a bot streaming from one process sees
@@ -34,11 +35,12 @@ from socketio import PubSubManager
 from ttt.bots import Bot, bot_view, v3_answer, v3_names
 from ttt.bots.book import Book
 from ttt.match import SIDES, Match
+from ttt.replies import Push, room
 from ttt.store import StoreUnavailable
-from ttt.table import Push, Table, room
+from ttt.table import Table
 from ttt.web.realtime import catchup
-from ttt.web.realtime.events import emit_all
 from ttt.web.realtime.presence import LEASE_SECONDS
+from ttt.web.realtime.publisher import Publisher
 from ttt.web.transport import engine_hooks, room_queue
 
 log = logging.getLogger("ttt.bots")
@@ -104,9 +106,10 @@ class Stream:
 class Hub:
     """Every bot stream of this process, and the rooms they listen to."""
 
-    def __init__(self, socketio: SocketIO, table: Table, book: Book,
+    def __init__(self, socketio: SocketIO, table: Table, book: Book, publisher: Publisher,
                  max_finished: int = 200) -> None:
         self.socketio = socketio
+        self.publisher = publisher
         self.table = table
         self.book = book
         self.presence = table.presence
@@ -174,11 +177,11 @@ class Hub:
 
     # --- the bot as a connection --------------------------------------------------------------
 
-    def connection(self, bot: Bot, address: str, rate: float) -> str:
+    def connection(self, bot: Bot, address: str) -> str:
         """The bot's pseudo-connection sid, registered in Presence on first use."""
         sid = bot_sid(bot.player)
         if self.presence.connection(sid) is None:
-            self.presence.connect(sid, bot.player, 2 * rate if rate > 0 else 1.0, address)
+            self.presence.connect(sid, bot.player, address)
             conn = self.presence.connection(sid)
             if conn is not None:
                 conn.holds_seats, conn.protocol = False, 3
@@ -350,7 +353,7 @@ class Hub:
         return room_name in self._rooms
 
     def emit(self, pushes: list[Push], sender: str | None = None) -> None:
-        emit_all(self.socketio, pushes, sender)
+        self.publisher.publish(pushes, sender)
 
     def deliver(self, push: Push, body: dict[str, Any], skip: str | None) -> None:
         """A push to its room: to the bots listening there, then to the people.

@@ -310,12 +310,11 @@ class Presence:
         self.blip = blip
         self._due: dict[tuple[str, str], float] = {}  # (game, seat) -> when to tell its absence
 
-    def connect(self, sid: str, player: str, burst: float = 0, address: str = "",
+    def connect(self, sid: str, player: str, address: str = "",
                 origin: str | None = None) -> bool:
         """Register a new connection; False when its player or its address holds too many.
 
-        `origin` is the address's keyed hash (the key its slots are counted under); `burst`
-        is no longer used here (the event rate's burst is twice the rate).
+        `origin` is the address's keyed hash (the key its slots are counted under).
         """
         if not self.limiter.acquire(f"conn:p:{player}", sid, self.max_connections):
             return False

@@ -117,7 +117,7 @@ def init_app(app: Flask) -> SocketIO:
         app,
         # Explicit, never auto-detected: eventlet must not be picked up by accident.
         async_mode=app.config["TTT_ASYNC_MODE"],
-        **engine_hooks.queue_manager(app.config["TTT_MESSAGE_QUEUE"],
+        **room_queue.queue_manager(app.config["TTT_MESSAGE_QUEUE"],
                                      app.config["TTT_QUEUE_BY_ROOM"]),
         max_http_buffer_size=app.config["TTT_MAX_MESSAGE_BYTES"],
         ping_interval=10,
@@ -132,7 +132,10 @@ def init_app(app: Flask) -> SocketIO:
     )
     room_queue.count_heard(socketio.server.manager, app.extensions["ttt_metrics"].registry)
     table = app.extensions["ttt_table"]
-    events.register(socketio, table, app.config, watch=drain.install(app, socketio).watch,
+    publisher = app.extensions["ttt_publisher"]  # built by create_app: the pushes' door
+    publisher.bind(socketio)
+    events.register(socketio, table, publisher, app.config,
+                    watch=drain.install(app, socketio).watch,
                     budgets=app.extensions.get("ttt_budgets"))
     defences.install(app, socketio)  # refuses to start unguarded (engine_hooks.HookMissing)
     # Outermost: a flood is refused before the guard or Engine.IO does any work for it.

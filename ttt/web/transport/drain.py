@@ -23,7 +23,7 @@ from typing import Any
 
 from ttt import jsonlog
 from ttt.payloads import valid_id
-from ttt.table import refusal
+from ttt.replies import refusal
 from ttt.web.ops import logs
 from ttt.web.ops.metrics import Metrics
 from ttt.web.transport import engine_hooks

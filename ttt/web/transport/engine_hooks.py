@@ -101,9 +101,7 @@ STEPS = {"_handle_connect": "connect", "_handle_eio_message": "dispatch"}
 
 
 def failed_step(tb: Any) -> str | None:
-    """Which step of python-socketio's packet handling a traceback ends in, by its innermost
-    frame, the library's own: "connect" (Server._handle_connect), "dispatch"
-    (Server._handle_eio_message), or None (somewhere else)."""
+    """The step of python-socketio (STEPS) a traceback's innermost frame is in, or None."""
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     if tb is None or "socketio" not in tb.tb_frame.f_code.co_filename:
@@ -378,16 +376,6 @@ def queue_watch(server: Any) -> QueueWatch | None:
     return getattr(server.manager, "ttt_queue_watch", None)
 
 
-def queue_manager(url: str | None, by_room: bool) -> dict[str, Any]:
-    """SocketIO's queue options: python-socketio's RedisManager (every push to every process),
-    or with `by_room` a Redis queue sending a push only where its room is (room_queue)."""
-    if not url or not by_room or not url.startswith(("redis://", "rediss://", "unix://")):
-        return {"message_queue": url}
-    from ttt.web.transport.room_queue import RoomQueue
-
-    return {"message_queue": url, "client_manager": RoomQueue(url)}
-
-
 def _listen_connect(manager: Any) -> None:
     """Connect the queue listener and subscribe: every held room too, with the room queue."""
     connect = getattr(manager, "listen_connect", None)
@@ -420,9 +408,7 @@ class QueueWatch:
         return self.cut_since is None
 
 
-#: The longest wait between two tries of a cut listener (python-socketio doubles up to 60 s:
-#: pushes published meanwhile are lost for good, PITFALLS).
-QUEUE_RETRY_CAP = 0.5
+QUEUE_RETRY_CAP = 0.5  # a cut listener's longest wait (python-socketio's: 60 s, PITFALLS)
 
 
 def on_queue_recovered(server: Any, recovered: Callable[[], None],

@@ -262,3 +262,11 @@ def heard_metric(manager: Any) -> Any:
             yield family
 
     return Heard()
+
+
+def queue_manager(url: str | None, by_room: bool) -> dict[str, Any]:
+    """SocketIO's queue options: python-socketio's RedisManager (every push to every process),
+    or with `by_room` a Redis queue sending a push only where its room is (RoomQueue)."""
+    if not url or not by_room or not url.startswith(("redis://", "rediss://", "unix://")):
+        return {"message_queue": url}
+    return {"message_queue": url, "client_manager": RoomQueue(url)}
