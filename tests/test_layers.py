@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
                 "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
                 "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
-                "ttt.mcts", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
+                "ttt.mcts", "ttt.mcts_position", "ttt.mcts_search", "ttt.mcts_trees",
+                "ttt.mcts_book", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
                 "ttt.loglines")
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")
 
