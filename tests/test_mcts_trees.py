@@ -135,8 +135,14 @@ def test_trees_are_bounded_per_game_in_all_and_in_idle_time(monkeypatch):
             assert count(kept.root) <= min(301, kept.root.visits)
     assert "d" in mcts._TREES and "a" not in mcts._TREES
     assert "".join(mcts._TREES) in ("bcd", "cd", "d")  # least recently used first out
+    before = mcts.tree_report()
+    assert before["dropped_full"] >= 4 - len(mcts._TREES)  # counted, as a worker reports
+    assert before["bytes"] == before["nodes"] * mcts_trees.NODE_BYTES > 0
     monkeypatch.setattr(mcts_trees, "TREE_IDLE", -1.0)
     assert mcts.tree_stats() == {"games": 0, "nodes": 0}
+    after = mcts.tree_report()
+    assert after["dropped_idle"] == before["dropped_idle"] + before["games"]
+    assert after["bytes"] == 0
 
 
 def test_a_worker_search_keeps_the_tree_by_game_id():
