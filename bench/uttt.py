@@ -122,12 +122,12 @@ def _opening(seed: int, pair: int, plies: int) -> list[int]:
 
 def play(job: tuple) -> dict:
     """One game: the level against the reference (playouts) or another level; its record."""
-    from ttt import mcts, thinker
+    from ttt import mcts, mcts_search, thinker
 
     index, level, ref, vs, seed, plies, cpu = job
     clock = time.thread_time if cpu else time.perf_counter
     if cpu:  # the level's seconds counted in this process's CPU time, as on a quiet machine
-        mcts.CLOCK = time.thread_time
+        mcts_search.CLOCK = time.thread_time
     level_is_x = index % 2 == 0
     moves = _opening(seed, index // 2, 1 + (index // 2) % plies if plies else 0)
     board = UltimateBoard.from_moves(moves)

@@ -220,11 +220,12 @@ def test_the_gevent_worker_answers_while_a_search_runs(tmp_path):
         game = ultimate.call("new_game", HARD)["game"]
         classic = victim.call("new_game", {"mode": "ai", "you": "X", "level": "perfect"})["game"]
         ultimate.call("analyze", {"game": game["id"]})  # the worker process is up and warm
-        for cell in (40, None):
-            if cell is None:  # the AI's second search: from where it sent us
-                board = ultimate.wait_for("game", lambda g: len(g["moves"]) == 2, 60)
-                cell = board["legal"][0]
-            moved = ultimate.call("move", {"game": game["id"], "cell": cell})
+        # The AI's first reply comes from its opening book at once; the next two are searches.
+        assert ultimate.call("move", {"game": game["id"], "cell": 40})["ok"]
+        expected = 2
+        for _ in range(2):  # each from where the AI sent us
+            board = ultimate.wait_for("game", lambda g, n=expected: len(g["moves"]) == n, 60)
+            moved = ultimate.call("move", {"game": game["id"], "cell": board["legal"][0]})
             plies = len(moved["game"]["moves"])
             assert moved["game"]["turn"] == "O"  # answered before the AI's reply
             answered = victim.call("move", {"game": classic["id"],
@@ -235,6 +236,7 @@ def test_the_gevent_worker_answers_while_a_search_runs(tmp_path):
             assert answered["ok"], answered
             assert page.status_code == 200
             classic = answered["game"]
+            expected = plies + 1
     finally:
         remotes.close()
         server.stop()

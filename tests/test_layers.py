@@ -12,7 +12,8 @@ PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.m
                 "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
                 "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
                 "ttt.services", "ttt.steps", "ttt.creations",
-                "ttt.mcts", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
+                "ttt.mcts", "ttt.mcts_position", "ttt.mcts_search", "ttt.mcts_trees",
+                "ttt.mcts_book", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
                 "ttt.loglines")
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")
 
@@ -87,9 +88,9 @@ def test_each_room_of_the_web_layer_imports_only_the_rooms_below_it():
 MODULE_LINES, SCRIPT_LINES, FUNCTION_LINES = 450, 300, 60
 # Over their limit while other branches of issue 43 split them: each entry comes out as its
 # split lands (the tests below fail on an entry that is within size again).
-LONG_MODULES = {"ttt/mcts.py"}
+LONG_MODULES: set[str] = set()
 LONG_SCRIPTS: set[str] = set()
-LONG_FUNCTIONS = {"ttt/mcts.py:search"}
+LONG_FUNCTIONS: set[str] = set()
 
 
 def lines_of(paths) -> dict[str, int]:

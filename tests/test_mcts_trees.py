@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ttt import mcts, thinker
+from ttt import mcts, mcts_trees, thinker
 from ttt.mcts import Node, analyze, choice, search
 from ttt.ultimate import UltimateBoard
 
@@ -22,8 +22,9 @@ X_WINS_IN_TWO = UltimateBoard.parse(
 O_MUST_NOT_SEND_TO_8 = UltimateBoard.parse(
     "XXXOO...." "O........" "........O" "O........" "XXX.OO..." + EMPTY + EMPTY + EMPTY
     + "XX..O...X")
-# The hard level by play-outs only (nothing timed), its rules kept.
-HARD = replace(mcts.LEVELS["hard"], playouts=3_000, seconds=None)
+# The hard level by play-outs only (nothing timed), its rules kept but its opening book (these
+# tests search from the first moves).
+HARD = replace(mcts.LEVELS["hard"], playouts=3_000, seconds=None, book=False)
 
 
 @pytest.fixture(autouse=True)
@@ -122,8 +123,8 @@ def test_the_tree_goes_when_the_game_ends_on_the_ai_move():
 def test_trees_are_bounded_per_game_in_all_and_in_idle_time(monkeypatch):
     root = search(UltimateBoard(), random.Random(6), playouts=2_000, max_nodes=300)
     assert count(root) <= 301 and root.visits == 2_000
-    monkeypatch.setattr(mcts, "TREE_NODES", 300)    # one game's tree stops growing there
-    monkeypatch.setattr(mcts, "TREES_NODES", 1_500)  # all games': the oldest trees go
+    monkeypatch.setattr(mcts_trees, "TREE_NODES", 300)    # one game's tree stops growing there
+    monkeypatch.setattr(mcts_trees, "TREES_NODES", 1_500)  # all games': the oldest trees go
     for game in "abcd":
         history = [40, 36]
         HARD.choose(UltimateBoard.from_moves(history), random.Random(7), game=game,
@@ -134,13 +135,19 @@ def test_trees_are_bounded_per_game_in_all_and_in_idle_time(monkeypatch):
             assert count(kept.root) <= min(301, kept.root.visits)
     assert "d" in mcts._TREES and "a" not in mcts._TREES
     assert "".join(mcts._TREES) in ("bcd", "cd", "d")  # least recently used first out
-    monkeypatch.setattr(mcts, "TREE_IDLE", -1.0)
+    before = mcts.tree_report()
+    assert before["dropped_full"] >= 4 - len(mcts._TREES)  # counted, as a worker reports
+    assert before["bytes"] == before["nodes"] * mcts_trees.NODE_BYTES > 0
+    monkeypatch.setattr(mcts_trees, "TREE_IDLE", -1.0)
     assert mcts.tree_stats() == {"games": 0, "nodes": 0}
+    after = mcts.tree_report()
+    assert after["dropped_idle"] == before["dropped_idle"] + before["games"]
+    assert after["bytes"] == 0
 
 
 def test_a_worker_search_keeps_the_tree_by_game_id():
-    task = thinker.Task("move", "ultimate", (40, 36), "hard", 1, game="w1")
+    task = thinker.Task("move", "ultimate", (40, 36, 4, 37), "hard", 1, game="w1")  # no book
     move = thinker.search(task.as_json(), 0.3)
-    assert mcts._TREES["w1"].moves == (40, 36, move)
+    assert mcts._TREES["w1"].moves == (40, 36, 4, 37, move)
     thinker.search(replace(task, game=None).as_json(), 0.3)  # no game: nothing kept
     assert list(mcts._TREES) == ["w1"]

@@ -48,28 +48,16 @@ class _Crowd(Collector):
 
 
 def _workers(thinker: Any) -> Iterator[Any]:
-    """ttt_ai_workers{where}, ttt_ai_worker_restarts_total and ttt_ai_workers_refused_total,
-    read from the pool."""
+    """The pool's own figures (ttt.workers.figures): its workers alive, restarted and
+    refused, and the search trees they keep between a game's moves."""
     from ttt import workers
 
-    live = workers.live_workers(thinker)
-    if live is None:
-        return
-    family = GaugeMetricFamily("ttt_ai_workers", "AI worker processes alive (local: this "
-                               "process's; remote: on the queue, -1 when it cannot be read).",
-                               labels=["where"])
-    for where in ("local", "remote"):
-        family.add_metric([where], live.get(where, 0))
-    yield family
-    yield CounterMetricFamily("ttt_ai_worker_restarts", "Local AI worker processes started "
-                              "again after one died.", value=workers.restarts(thinker))
-    refused = CounterMetricFamily("ttt_ai_workers_refused", "Remote AI workers seen on the "
-                                  "queue's Redis and refused every search, by reason (build: "
-                                  "another code fingerprint than this process's).",
-                                  labels=["reason"])
-    for reason, count in workers.REFUSED.items():
-        refused.add_metric([reason], count)
-    yield refused
+    for kind, name, text, labels, samples in workers.figures(thinker):
+        family = (GaugeMetricFamily if kind == "gauge" else CounterMetricFamily)(
+            name, text, labels=labels)
+        for values, value in samples:
+            family.add_metric(values, value)
+        yield family
 
 
 AI_CROWD = _Crowd()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ttt.build import code_fingerprint
+from ttt.mcts_trees import DROP_REASONS, tree_report
 from ttt.thinker import Scheduler, WorkerLost, search
 
 log = logging.getLogger("ttt.workers")
@@ -56,6 +57,8 @@ class ProcessRunner:
         self._child: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._started = 0  # children started: all but the first are restarts
+        self.trees: dict[str, int] = {}  # the child's last tree report (its answers carry it)
+        self._ended: dict[str, int] = {}  # the counts of children that ended, and their trees
 
     @property
     def restarts(self) -> int:
@@ -86,6 +89,7 @@ class ProcessRunner:
                 if dead is not None:  # died between searches (killed): its pipes closed here
                     self._dead_pid, self._dead_code = dead.pid, dead.returncode
                     _close_pipes(dead)
+                    self._retire()
                 if self._started:  # one line per restart, with the pid and how it ended
                     log.warning("AI worker %s ended (exit %s): starting another",
                                 self._dead_pid, self._dead_code)
@@ -107,7 +111,26 @@ class ProcessRunner:
         answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(answer["error"])
+        self.trees = answer.get("trees") or self.trees
         return answer["result"]
+
+    def _retire(self) -> None:
+        """The child ended: its counts stay counted, and the trees it kept count as dropped
+        (worker_lost): the games it kept them for start afresh in its successor."""
+        last, self.trees = self.trees, {}
+        for name, value in last.items():
+            if name == "reused" or name.startswith("dropped_"):
+                self._ended[name] = self._ended.get(name, 0) + value
+        lost = self._ended.get("dropped_worker_lost", 0) + last.get("games", 0)
+        self._ended["dropped_worker_lost"] = lost
+
+    def tree_figures(self) -> dict[str, int]:
+        """The trees this worker keeps now (as its last answer said) and its counts since
+        this runner started, its children's that ended included."""
+        figures = dict(self._ended)
+        for name, value in self.trees.items():
+            figures[name] = figures.get(name, 0) + value
+        return figures
 
     _dead_pid: int | None = None
     _dead_code: int | None = None
@@ -124,6 +147,7 @@ class ProcessRunner:
         with self._lock:
             if self._child is child:
                 self._child = None
+                self._retire()
 
     def close(self) -> None:
         with self._lock:
@@ -157,7 +181,8 @@ def serve_stdin() -> None:
             if changed:
                 raise RuntimeError("the worker's code is not the server's: restart the server")
             asked = json.loads(line)
-            answer = {"result": search(asked["task"], float(asked["seconds"]))}
+            answer = {"result": search(asked["task"], float(asked["seconds"])),
+                      "trees": tree_report()}
         except Exception as error:  # a bad task is answered, never a dead worker
             answer = {"error": f"{type(error).__name__}: {error}"}
         sys.stdout.write(json.dumps(answer) + "\n")
@@ -288,6 +313,57 @@ def live_workers(thinker: Any) -> dict[str, int] | None:
 def restarts(thinker: Any) -> int:
     """Local worker processes started again after one died, in all."""
     return sum(getattr(r, "restarts", 0) for r in getattr(thinker, "runners", ()))
+
+
+def tree_figures(thinker: Any) -> dict[str, int] | None:
+    """The search trees kept between a game's moves (ttt.mcts_trees), summed over the local
+    workers: games, nodes and bytes now (at most), searches that reused a tree and trees
+    dropped by reason, since start. An inline thinker's are this process's; None for remote
+    workers (their trees are on other machines, counted nowhere here)."""
+    runners = getattr(thinker, "runners", None)
+    if runners is None or runners and isinstance(runners[0], QueueRunner):
+        return None
+    total = dict.fromkeys(("games", "nodes", "bytes", "reused"), 0)
+    total.update({f"dropped_{reason}": 0 for reason in (*DROP_REASONS, "worker_lost")})
+    for figures in [r.tree_figures() for r in runners] if runners else [tree_report()]:
+        for name, value in figures.items():
+            total[name] = total.get(name, 0) + value
+    return total
+
+
+def figures(thinker: Any) -> list[tuple[str, str, str, list[str], list[tuple[list[str], float]]]]:
+    """The pool's figures for the metrics, as (kind, name, help, labels, samples): workers
+    alive and restarted, and the trees they keep (`tree_figures`)."""
+    live = live_workers(thinker)
+    found = []
+    if live is not None:
+        found += [
+            ("gauge", "ttt_ai_workers", "AI worker processes alive (local: this process's; "
+             "remote: on the queue, -1 when it cannot be read).", ["where"],
+             [([where], live.get(where, 0)) for where in ("local", "remote")]),
+            ("counter", "ttt_ai_worker_restarts", "Local AI worker processes started again "
+             "after one died.", [], [([], restarts(thinker))]),
+            ("counter", "ttt_ai_workers_refused", "Remote AI workers seen on the queue's "
+             "Redis and refused every search, by reason (build: another code fingerprint "
+             "than this process's).", ["reason"],
+             [([reason], count) for reason, count in REFUSED.items()])]
+    trees = tree_figures(thinker)
+    if trees is not None:
+        found += [
+            ("gauge", "ttt_ai_trees", "Games whose search tree the local AI workers keep "
+             "between moves.", [], [([], trees["games"])]),
+            ("gauge", "ttt_ai_tree_nodes", "Nodes of the kept search trees, at most (one a "
+             "visit of each tree's root).", [], [([], trees["nodes"])]),
+            ("gauge", "ttt_ai_tree_bytes", "Memory of the kept search trees, at most (their "
+             "nodes at about 300 bytes each).", [], [([], trees["bytes"])]),
+            ("counter", "ttt_ai_tree_reuses", "AI searches that started from the tree kept "
+             "from the game's move before.", [], [([], trees["reused"])]),
+            ("counter", "ttt_ai_trees_dropped", "Kept search trees dropped, by reason (over: "
+             "the game ended; idle; full: the memory bound; stale: the game came back "
+             "at another position; worker_lost: its worker ended).", ["reason"],
+             [([name.removeprefix("dropped_")], value) for name, value in trees.items()
+              if name.startswith("dropped_")])]
+    return found
 
 
 def build(config: dict[str, Any]) -> Scheduler:
