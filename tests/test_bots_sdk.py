@@ -75,6 +75,21 @@ def test_an_untaken_challenge_to_a_bot_is_withdrawn_and_the_next_one_follows():
     assert api.calls[-1] == ("challenge", "bot:busy") and not runner.schedule
 
 
+def test_a_rounds_opponent_not_online_yet_is_waited_for_then_given_up():
+    """The ladder starts every bot at once: a challenge to one still connecting is refused
+    "not online"; it is tried again for a while (the round would end with 0 games), then given
+    up with a sentence as any final refusal."""
+    runner = Runner(FakeApi(), lambda game: 0, schedule=["bot:late"])
+    runner._refused("bot:late", {"code": "not_allowed", "message": "late is not online"})
+    assert runner.schedule == ["bot:late"] and runner.refused is None
+    runner.online_wait = 0.0
+    runner._refused("bot:late", {"code": "not_allowed", "message": "late is not online"})
+    assert runner.schedule == [] and "not online" in runner.refused
+    learner = Runner(FakeApi(), lambda game: 0, games=1, opponent="bot:late")
+    learner._refused("bot:late", {"code": "not_allowed", "message": "late is not online"})
+    assert learner.schedule == [], "a learner's challenge to an absent bot is said at once"
+
+
 def test_a_link_waits_for_its_person():
     api = FakeApi()
     runner = Runner(api, lambda game: 0, schedule=["link"])

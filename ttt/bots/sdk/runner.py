@@ -46,6 +46,9 @@ class Runner:
         self._started = 0
         self._waiting: dict[str, float] = {}  # challenges to bots not yet taken -> when sent
         self.challenge_wait = 30.0            # seconds before an untaken challenge is withdrawn
+        # A round's bots start together: an opponent not online yet is waited for this long.
+        self.online_wait = 30.0 if schedule else 0.0
+        self._first_try = time.monotonic()
         self.error: str | None = None
         self.replaced = False
         self.move_seconds = MOVE_SECONDS  # the server's, once its account answer says it
@@ -127,7 +130,8 @@ class Runner:
         against that opponent is started any more), else tried again after a growing pause."""
         code, message = error.get("code"), error.get("message") or "refused"
         # A cap on unfinished games is answered not_allowed, but it frees as games end.
-        if code in self.FINAL and not (code == "not_allowed" and "unfinished" in message):
+        if code in self.FINAL and not (code == "not_allowed" and "unfinished" in message) \
+                and not self._coming(code, message):
             advice = ""
             if code == "not_allowed" and " only" in message:
                 plays = message.split(" plays ", 1)[-1].split(" only", 1)[0]
@@ -149,6 +153,12 @@ class Runner:
         self._retry_at = time.monotonic() + pause
         self.log(f"challenge to {opponent} refused ({code}: {message}); "
                  f"trying again in {pause:g} s")
+
+    def _coming(self, code: str | None, message: str) -> bool:
+        """A round's opponent not online yet, within `online_wait` of the first challenge:
+        its program is still connecting (the ladder starts every bot at once)."""
+        return (code == "not_allowed" and message.endswith(" is not online")
+                and time.monotonic() - self._first_try < self.online_wait)
 
     def _game(self, game: dict[str, Any], at: float | None = None) -> None:
         game_id = game["id"]
