@@ -168,9 +168,10 @@ class Services:
             raise MatchError("not_found", "no such game")
         return match
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
-        """Store a new game (its first deadline set by the house's rules)."""
-        self.store.create(self.rules.created(match) if self.rules else match, caps)
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
+        """Store a new game (its first deadline set by the house's rules); `current`: the
+        player about to be shown it (see GameStore.create)."""
+        self.store.create(self.rules.created(match) if self.rules else match, caps, current)
 
     def write(self, game_id: str, change: Callable[[Match], Match | Update]
               ) -> tuple[Match, Match] | None:

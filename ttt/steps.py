@@ -88,9 +88,11 @@ def named(svc: Services, match: Match, player: str) -> Match:
 
 
 def enter(views: Views, sid: str, match: Match, player: str, record: dict | None = None,
-          **extra: Any) -> Reply:
-    """Show the player `match`; `record`: theirs if just read (else read here)."""
-    match = named(views.services, match, player)
+          named_now: bool = False, **extra: Any) -> Reply:
+    """Show the player `match`; `record`: theirs if just read (else read here); `named_now`:
+    the match was just written with the player's name as it is now (no rename to catch up)."""
+    if not named_now:
+        match = named(views.services, match, player)
     match, pushes = show(views, sid, match, player)
     return Reply(views.seated(match, player, record, **extra), pushes,
                  show=room(match.id, match.role(player)))

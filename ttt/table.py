@@ -231,7 +231,7 @@ class Table:
                        moves=moves, clock=clock, name=name, origin=svc.origin(address),
                        variant=variant, think=rules.instant_ai)
         with capped():
-            svc.create(match, caps(svc))
+            svc.create(match, caps(svc), current=player)  # its set_current rides (issue 44)
         abandoned = abandon_local(self.views, local)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
@@ -307,7 +307,7 @@ class Table:
         svc = self.services
         player = svc.player(sid)
         resumed = self.clocks.resume_if_stale()  # the views' time_left right after an outage
-        seated = False  # this join took a seat: the answer says so (the page tells the side)
+        seated, record = False, None  # a seat taken: the answer says so (the page tells the side)
         if "game" in payload:
             match = svc.load(game_id_of(payload))
             if (match.mode == "friend" and match.role(player) == "spectator"
@@ -316,10 +316,12 @@ class Table:
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 take_creation(svc, player, svc.presence.connection(sid).address)  # type: ignore
-                if svc.store.count_live(player) >= svc.limits.live_per_player:
+                name, _, record, live = svc.store.profile(player)  # one read (issue 44)
+                cap = svc.limits.live_per_player  # `live` may hold expired games: then counted
+                if len(live) >= cap and svc.store.count_live(player) >= cap:
                     raise MatchError("not_allowed", N_("you have too many unfinished games"))
-                name = svc.store.name(player)
-                _, match = svc.update(match.id, lambda m: take_seat(m, player, svc.clock(), name))
+                _, match = svc.update(match.id, lambda m: Update(  # current set with it
+                    take_seat(m, player, svc.clock(), name), current=player))
                 seated = match.role(player) != "spectator"
         else:
             current = svc.store.current(player)
@@ -330,7 +332,7 @@ class Table:
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
             reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player)
         elif seated:
-            reply = enter(self.views, sid, match, player, seated=True)
+            reply = enter(self.views, sid, match, player, record, named_now=True, seated=True)
         else:
             reply = enter(self.views, sid, match, player)
         reply.pushes[:0] = resumed

@@ -40,7 +40,7 @@ class MemoryStore:
         return sum(1 for m in self._games.values() if not m.is_over
                    and (owner is None or owner in m.owners()))
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
         with self._lock:
             if match.id in self._games:
                 raise ValueError(f"game {match.id} exists")
