@@ -74,6 +74,33 @@ def test_a_connections_shift_says_what_memory_seats_say(redis_url):
     shared._redis.close()
 
 
+def test_a_shift_riding_a_create_says_what_memory_seats_say_and_a_refused_one_none(redis_url):
+    """A new game's lease change sent in its create's round trip (Presence.plan): the same
+    answer and leases as a shift; a create refused by its caps changes no lease."""
+    from ttt.store.base import CapReached, Caps
+
+    clock = Clock()
+    store, shared, local = RedisStore(redis_url), RedisSeats(redis_url, clock=clock), \
+        MemorySeats(clock=clock)
+    old = create("friend", X, clock.now, you="X")
+    store.create(old)
+    assert shared.shift("sid", None, (old.id, ("X",))) == local.shift("sid", None, (old.id, ("X",)))
+    new = create("local", X, clock.now)
+    planned = shared.plan("sid", (new.id, ("X", "O")), (old.id, "X", ("X",)))
+    store.create(new, around=planned)
+    assert planned.found == local.shift("sid", (old.id, ("X",), 0.0), (new.id, ("X", "O")))
+    for game in (old.id, new.id):
+        assert shared.present(game) == local.present(game)
+    refused = create("friend", X, clock.now, you="X")
+    planned = shared.plan("sid", (refused.id, ("X",)), (new.id, "both", ("X", "O")))
+    with pytest.raises(CapReached):
+        store.create(refused, Caps(per_player=1, total=100), around=planned)
+    assert shared.present(new.id) == ({"X": True, "O": True}, 0)
+    assert shared.present(refused.id) == ({"X": False, "O": False}, 0)
+    store.close()
+    shared._redis.close()
+
+
 def test_the_records_a_change_credits_serve_the_record_read_after_it(redis_url, commands):
     store = RedisStore(redis_url)
     now = time.time()

@@ -13,7 +13,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ttt.limits import Limiter, Limits, prefix_of
 from ttt.match import Match, MatchError
@@ -43,7 +43,8 @@ class Presence(Protocol):
     def connect(self, sid: str, player: str, address: str = "",
                 origin: str | None = None) -> bool: ...
     def connection(self, sid: str) -> Connection | None: ...
-    def attach(self, sid: str, match: Match) -> dict[str, bool]: ...
+    def plan(self, sid: str, match: Match) -> Any: ...
+    def attach(self, sid: str, match: Match, planned: Any = None) -> dict[str, bool]: ...
     def disconnect(self, sid: str) -> dict[str, bool]: ...
     def due(self) -> list[str]: ...
     def online(self, game_id: str) -> dict[str, bool]: ...
@@ -168,10 +169,12 @@ class Services:
             raise MatchError("not_found", "no such game")
         return match
 
-    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
-        """Store a new game (its first deadline set by the house's rules); `current`: the
-        player about to be shown it (see GameStore.create)."""
-        self.store.create(self.rules.created(match) if self.rules else match, caps, current)
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
+        """Store a new game (its first deadline set by the house's rules); `current`, `around`:
+        the player about to be shown it, the lease change (see GameStore.create)."""
+        self.store.create(self.rules.created(match) if self.rules else match, caps, current,
+                          around)
 
     def write(self, game_id: str, change: Callable[[Match], Match | Update]
               ) -> tuple[Match, Match] | None:

@@ -53,13 +53,15 @@ def sight(svc: Services, match: Match | None) -> Match | None:
     return changed_[1] if changed_ else None
 
 
-def show(views: Views, sid: str, match: Match, player: str) -> tuple[Match, list[Push]]:
+def show(views: Views, sid: str, match: Match, player: str, planned: Any = None
+         ) -> tuple[Match, list[Push]]:
     """Make the connection show `match`: the match as it now is (its presence stored),
-    and the pushes for the games whose presence changed."""
+    and the pushes for the games whose presence changed; `planned`: the lease change the
+    write that made it carried (Presence.plan)."""
     svc = views.services
     presence = svc.presence
     pushes: list[Push] = []
-    for game_id, seats in presence.attach(sid, match).items():
+    for game_id, seats in presence.attach(sid, match, planned).items():
         if not seats:  # a spectator came or went: a small push, at most one a second
             pushes += views.watchers_changed(game_id)
         elif game_id == match.id:
@@ -88,12 +90,12 @@ def named(svc: Services, match: Match, player: str) -> Match:
 
 
 def enter(views: Views, sid: str, match: Match, player: str, record: dict | None = None,
-          named_now: bool = False, **extra: Any) -> Reply:
+          named_now: bool = False, planned: Any = None, **extra: Any) -> Reply:
     """Show the player `match`; `record`: theirs if just read (else read here); `named_now`:
     the match was just written with the player's name as it is now (no rename to catch up)."""
     if not named_now:
         match = named(views.services, match, player)
-    match, pushes = show(views, sid, match, player)
+    match, pushes = show(views, sid, match, player, planned)
     return Reply(views.seated(match, player, record, **extra), pushes,
                  show=room(match.id, match.role(player)))
 

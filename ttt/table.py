@@ -214,11 +214,9 @@ class Table:
         moves = moves_of(payload, rules.cells)
         svc = self.services
         player = svc.player(sid)
-        # The name, the current game, the record and the live games in one read (issue 28).
-        name, current, record, live = svc.store.profile(player)
+        name, current, record, live = svc.store.profile(player)  # one read (issue 28)
         leaving = self._leaving(payload, current)
-        conn = svc.presence.connection(sid)
-        address = conn.address  # type: ignore[union-attr] (`player` found it)
+        address = svc.presence.connection(sid).address  # type: ignore[union-attr] (`player`: one)
         if level is not None:
             room_for_ai(svc, variant, level, address)
         take_creation(svc, player, address, new=True, record=record)
@@ -230,16 +228,18 @@ class Table:
         match = create(mode, player, svc.clock(), you=you, level=level, rng=svc.rng,
                        moves=moves, clock=clock, name=name, origin=svc.origin(address),
                        variant=variant, think=rules.instant_ai)
-        with capped():
-            svc.create(match, caps(svc), current=player)  # its set_current rides (issue 44)
+        planned = svc.presence.plan(sid, match)  # the leases and the current game ride the
+        with capped():  # create's round trip (issue 44)
+            svc.create(match, caps(svc), current=player, around=planned)
         abandoned = abandon_local(self.views, local)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
         left, left_pushes = leave_ai(self.views, player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left)
+            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left,
+                                           planned=planned)
         else:  # the record as read above, unless the game left was counted in it since
-            reply = enter(self.views, sid, match, player, left=left,
+            reply = enter(self.views, sid, match, player, left=left, planned=planned,
                           record=record if left is None else None)
         reply.pushes[:0] = left_pushes + abandoned
         return reply

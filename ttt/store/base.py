@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ttt.match import MODES, Match
 from ttt.variants import RECORD_LEVELS, VARIANTS
@@ -77,10 +77,12 @@ class StoreUnavailable(RuntimeError):
 class GameStore(Protocol):
     """Where matches live: each change a compare-and-set on the match's revision."""
 
-    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
         """Add a new match; CapReached when its creator or the server has too many live ones.
         `current`: the player about to be shown it (`set_current` follows): a store may set
-        it in the same write, then that `set_current` costs nothing (Redis: issue 44)."""
+        it in the same write, then that `set_current` costs nothing (Redis: issue 44); so
+        with `around`, the connection's lease change (Presence.plan), then not made again."""
 
     def get(self, game_id: str) -> Match | None:
         """The match with that id, or None."""

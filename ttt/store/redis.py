@@ -24,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import redis
 
@@ -125,14 +126,17 @@ class RedisStore(Health):
             pipe.zrem(DEADLINES, match.id)
 
     @unavailable_on_redis_errors
-    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
         batch = Batch()
         self._write(batch, match, fresh=True)
         self._ride_current(batch, current, match.id)
+        for command in around.inside if around is not None else ():  # leases (issue 44)
+            batch.execute_command(*command)
         owners, total = self._caps_of(match, caps) if caps and not match.is_over else ((), None)
         keys, args = write_args(batch, owners=owners, total=total, prefix=game_key(""),
                                 live=LIVE)
-        answer = redis_scripts.call(self.redis, keys, args, self._riding(match.id))
+        answer = redis_scripts.call(self.redis, keys, args, self._riding(match.id), around)
         if answer[0] != WRITTEN:
             raise cap_reached(int(answer[0]), owners)
         self._remember(match)

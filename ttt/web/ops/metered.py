@@ -48,8 +48,9 @@ class MeteredStore:
 
     # --- the games ---------------------------------------------------------------------------
 
-    def create(self, match: Match, caps: Caps | None = None, current: str | None = None) -> None:
-        self._call("create", match, caps, current)
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
+        self._call("create", match, caps, current, around)
         self._metrics.started.labels(match.mode, match.variant).inc()
 
     def get(self, game_id: str) -> Match | None:
