@@ -164,10 +164,16 @@ class Services:
 
     def load(self, game_id: str) -> Match:
         """The stored match, or the `not_found` refusal."""
-        match = self.store.get(game_id)
+        return self.load_for(game_id, None)[0]
+
+    def load_for(self, game_id: str, player: str | None) -> tuple[Match, Any]:
+        """`load`, and the player's profile if the store reads it in the same round trip
+        (its `get_with_profile`: Redis, issue 44), else None (read it when needed)."""
+        both = getattr(self.store, "get_with_profile", None) if player is not None else None
+        match, profile = both(game_id, player) if both else (self.store.get(game_id), None)
         if match is None:
             raise MatchError("not_found", "no such game")
-        return match
+        return match, profile
 
     def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
                around: Any = None) -> None:

@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from ttt.endings import leave
-from ttt.match import SIDES, Match, rename, results, sighted
+from ttt.match import SIDES, Match, rename, results, sighted, take_seat
 from ttt.replies import Push, Reply, player_room, room
 from ttt.services import Services
 from ttt.store import Update
@@ -75,6 +75,21 @@ def show(views: Views, sid: str, match: Match, player: str, planned: Any = None
             sight(svc, svc.store.get(game_id))
     svc.store.set_current(player, match.id)
     return match, pushes
+
+
+def take_a_seat(svc: Services, sid: str, game_id: str, player: str, name: str | None
+                ) -> tuple[Match, Any]:
+    """`player` takes the open seat of a friend game, their current game set and their
+    connection's leases changed in the same write (Redis: issue 44); the match, and the
+    lease change for `enter` (Presence.plan)."""
+    planned: list[Any] = [None]
+
+    def seat(match: Match) -> Update:
+        after = take_seat(match, player, svc.clock(), name)
+        planned[0] = svc.presence.plan(sid, after)  # per try: the seat is the last try's
+        return Update(after, current=player, around=planned[0])
+
+    return svc.update(game_id, seat)[1], planned[0]
 
 
 def named(svc: Services, match: Match, player: str) -> Match:

@@ -44,13 +44,12 @@ from ttt.match import (
     expired,
     play,
     rename,
-    take_seat,
     time_out,
 )
 from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
 from ttt.replies import N_, Push, Reply, refusal, room
 from ttt.services import Cached, HouseRules, Presence, Services, Thinker
-from ttt.steps import Credits, changed, credits_of, enter, leave_ai, sight
+from ttt.steps import Credits, changed, credits_of, enter, leave_ai, sight, take_a_seat
 from ttt.store import Store, Update
 from ttt.thinker import Inline
 from ttt.variants import VARIANTS
@@ -307,21 +306,20 @@ class Table:
         svc = self.services
         player = svc.player(sid)
         resumed = self.clocks.resume_if_stale()  # the views' time_left right after an outage
-        seated, record = False, None  # a seat taken: the answer says so (the page tells the side)
+        seated, record, planned = False, None, None  # seated: the answer tells the side
         if "game" in payload:
-            match = svc.load(game_id_of(payload))
+            match, profile = svc.load_for(game_id_of(payload), player)  # one read on Redis
             if (match.mode == "friend" and match.role(player) == "spectator"
                     and not match.is_over and None in match.seats.values()
                     and payload.get("watch") is not True):  # `watch`: never a seat (v5)
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 take_creation(svc, player, svc.presence.connection(sid).address)  # type: ignore
-                name, _, record, live = svc.store.profile(player)  # one read (issue 44)
+                name, _, record, live = profile or svc.store.profile(player)  # (issue 44)
                 cap = svc.limits.live_per_player  # `live` may hold expired games: then counted
                 if len(live) >= cap and svc.store.count_live(player) >= cap:
                     raise MatchError("not_allowed", N_("you have too many unfinished games"))
-                _, match = svc.update(match.id, lambda m: Update(  # current set with it
-                    take_seat(m, player, svc.clock(), name), current=player))
+                match, planned = take_a_seat(svc, sid, match.id, player, name)
                 seated = match.role(player) != "spectator"
         else:
             current = svc.store.current(player)
@@ -332,7 +330,8 @@ class Table:
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
             reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player)
         elif seated:
-            reply = enter(self.views, sid, match, player, record, named_now=True, seated=True)
+            reply = enter(self.views, sid, match, player, record, named_now=True, seated=True,
+                          planned=planned)
         else:
             reply = enter(self.views, sid, match, player)
         reply.pushes[:0] = resumed

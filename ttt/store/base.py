@@ -37,6 +37,7 @@ class Update(NamedTuple):
     caps: Caps | None = None                        # its live-game caps, checked in the write
     current: str | None = None  # the player shown it next: a store may set their current game
     #                             in the write, then their `set_current` costs nothing (issue 44)
+    around: Any = None  # so with their connection's lease change (Presence.plan)
 
 
 Change = Callable[[Match], "Match | Update"]

@@ -45,7 +45,6 @@ from ttt.store.redis_keys import (
     BEAT,
     DEADLINES,
     LIVE,
-    PREFIX,
     cap_reached,
     game_key,
     kind_key,
@@ -131,8 +130,7 @@ class RedisStore(Health):
         batch = Batch()
         self._write(batch, match, fresh=True)
         self._ride_current(batch, current, match.id)
-        for command in around.inside if around is not None else ():  # leases (issue 44)
-            batch.execute_command(*command)
+        batch.commands.extend(around.inside if around is not None else ())  # leases (issue 44)
         owners, total = self._caps_of(match, caps) if caps and not match.is_over else ((), None)
         keys, args = write_args(batch, owners=owners, total=total, prefix=game_key(""),
                                 live=LIVE)
@@ -268,11 +266,12 @@ class RedisStore(Health):
             batch.hincrby(player_key(who), f"{level}:{outcome}", 1)
             batch.expire(player_key(who), self.idle_ttl)  # as long as a name or a current game
         self._ride_current(batch, update.current, game_id)
+        batch.commands.extend(update.around.inside if update.around is not None else ())
         keys, args = write_args(batch, game_key(game_id), before.rev, owners, total,
                                 game_key(""), LIVE)
         credited = sorted({who for who, _, _ in update.credits})
         return redis_scripts.call(self.redis, keys, args, self._riding(game_id) + (
-            [self._records_ride(credited)] if credited else []))
+            [self._records_ride(credited)] if credited else []), update.around)
 
     def _records_ride(self, players: list[str]) -> tuple[list[tuple], Callable[[list], None]]:
         """The records credited, read behind the write: for the `record` push that follows."""
@@ -368,12 +367,25 @@ class RedisStore(Health):
 
     @unavailable_on_redis_errors
     def profile(self, player_id: str) -> Profile:
-        pipe = self.redis.pipeline(transaction=False)  # one round trip
+        return self._read(None, player_id)[1]
+
+    @unavailable_on_redis_errors
+    def get_with_profile(self, game_id: str, player_id: str) -> tuple[Match | None, Profile]:
+        """`get` and `profile` in one round trip (a join: issue 44)."""
+        return self._read(game_id, player_id)
+
+    def _read(self, game_id: str | None, player_id: str) -> tuple[Match | None, Profile]:
+        pipe = self.redis.pipeline(transaction=False)  # one round trip (issue 44)
         pipe.hgetall(player_key(player_id))  # the record is in the same hash
         pipe.zrange(live_of(player_id), 0, -1)
-        fields, live = pipe.execute()
-        return Profile(fields.get("name"), fields.get("current"), record_of(fields),
-                       sorted(live))
+        if game_id is not None:
+            pipe.get(game_key(game_id))
+        fields, live, *body = pipe.execute()
+        match = codec.decode(body[0]) if body and body[0] else None
+        if game_id is not None:
+            self._remember(match) if match else self._forget(game_id)
+        return match, Profile(fields.get("name"), fields.get("current"), record_of(fields),
+                              sorted(live))
 
     @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:
@@ -411,17 +423,7 @@ class RedisStore(Health):
         if stale:
             self._unlist(stale)
         # Finished games carry a TTL; purge those whose age passed finished_before too.
-        cursor = 0
-        while True:
-            cursor, keys = self.redis.scan(cursor, match=f"{PREFIX}game:*", count=500)
-            for key in keys:
-                body = self.redis.get(key)
-                if body:
-                    match = codec.decode(body)
-                    if match.is_over and match.updated < finished_before:
-                        gone += self.redis.delete(key)
-            if cursor == 0:
-                break
+        gone += redis_kinds.purge_finished(self.redis, finished_before)
         # Games expired by their TTL (untouched ones soonest) leave their ids behind.
         redis_kinds.forget_expired(self.redis, self._unlist)
         redis_kinds.mend(self.redis, self._mend_kind)

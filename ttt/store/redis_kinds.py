@@ -81,3 +81,19 @@ def forget_expired(client: redis.Redis, unlist: Callable[[list[str]], None]) -> 
             unlist(missing)
         elif missing:
             client.zrem(index, *missing)
+
+
+def purge_finished(client: redis.Redis, finished_before: float) -> int:
+    """Delete the finished games older than `finished_before` (they carry a TTL too): how
+    many. A purge's step, one SCAN of the games."""
+    gone, cursor = 0, 0
+    while True:
+        cursor, keys = client.scan(cursor, match=game_key("*"), count=500)
+        for key in keys:
+            body = client.get(key)
+            if body:
+                match = codec.decode(body)
+                if match.is_over and match.updated < finished_before:
+                    gone += client.delete(key)
+        if cursor == 0:
+            return gone
