@@ -36,6 +36,19 @@ def test_a_bucket_allows_its_burst_then_refuses_across_processes(limiters):
     assert taken == [True] * 5 + [False] * 3
 
 
+def test_take_all_takes_in_order_and_stops_at_the_first_refused(limiters):
+    """Several buckets in one call (one round trip on Redis: issue 44), as a sequence of
+    `take`s: those before the refused one taken, those after it untouched."""
+    one, two = limiters
+    buckets = [("all:p", 0.01, 3), ("all:new", 0.01, 1), ("all:a", 0.01, 5)]
+    assert one.take_all(buckets) is None
+    assert two.take_all(buckets) == 1  # the newcomers' bucket is empty: "all:a" not taken
+    assert one.take_all(buckets[::2]) is None  # p: its third token; a: its second
+    assert two.take_all(buckets) == 0
+    assert [one.take("all:a", 0.01, 5) for _ in range(4)] == [True, True, True, False]
+    assert one.take_all([]) is None and one.take_all([("all:free", 0, 0)]) is None
+
+
 def test_a_bucket_refills_at_its_rate():
     clock = Clock()
     limiter = MemoryLimiter(clock)

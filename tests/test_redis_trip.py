@@ -74,6 +74,81 @@ def test_a_connections_shift_says_what_memory_seats_say(redis_url):
     shared._redis.close()
 
 
+def test_a_shift_riding_a_create_says_what_memory_seats_say_and_a_refused_one_none(redis_url):
+    """A new game's lease change sent in its create's round trip (Presence.plan): the same
+    answer and leases as a shift; a create refused by its caps changes no lease."""
+    from ttt.store.base import CapReached, Caps
+
+    clock = Clock()
+    store, shared, local = RedisStore(redis_url), RedisSeats(redis_url, clock=clock), \
+        MemorySeats(clock=clock)
+    old = create("friend", X, clock.now, you="X")
+    store.create(old)
+    assert shared.shift("sid", None, (old.id, ("X",))) == local.shift("sid", None, (old.id, ("X",)))
+    new = create("local", X, clock.now)
+    planned = shared.plan("sid", (new.id, ("X", "O")), (old.id, "X", ("X",)))
+    store.create(new, around=planned)
+    assert planned.found == local.shift("sid", (old.id, ("X",), 0.0), (new.id, ("X", "O")))
+    for game in (old.id, new.id):
+        assert shared.present(game) == local.present(game)
+    refused = create("friend", X, clock.now, you="X")
+    planned = shared.plan("sid", (refused.id, ("X",)), (new.id, "both", ("X", "O")))
+    with pytest.raises(CapReached):
+        store.create(refused, Caps(per_player=1, total=100), around=planned)
+    assert shared.present(new.id) == ({"X": True, "O": True}, 0)
+    assert shared.present(refused.id) == ({"X": False, "O": False}, 0)
+    store.close()
+    shared._redis.close()
+
+
+def test_a_seats_leases_ride_the_last_try_of_a_write_retried_on_a_stale_rev(redis_url):
+    """A join's write carries its lease change (steps.take_a_seat), planned again at each try:
+    a try refused as stale writes no lease, the last try's plan is the one written."""
+    clock = Clock()
+    one, two = RedisStore(redis_url), RedisStore(redis_url)
+    shared, local = RedisSeats(redis_url, clock=clock), MemorySeats(clock=clock)
+    game = create("friend", X, clock.now, you="X")
+    one.create(game)
+    two.update(game.id, lambda m: play(m, X, 4, clock.now))  # `one`'s copy is stale now
+    plans = []
+
+    def seat(match):
+        after = take_seat(match, O, clock.now)
+        plans.append(shared.plan("sid-o", (game.id, ("O",)), (None, None, ())))
+        return Update(after, current=O, around=plans[-1])
+
+    one.update(game.id, seat)
+    assert len(plans) == 2 and plans[-1].found is not None
+    assert plans[-1].found == local.shift("sid-o", None, (game.id, ("O",)))
+    assert shared.present(game.id) == local.present(game.id) == ({"X": False, "O": True}, 0)
+    assert one.current(O) == game.id
+    one.close()
+    two.close()
+
+
+def test_a_join_reads_the_game_and_the_profile_in_one_round_trip(redis_url):
+    """`get_with_profile` (issue 44: a join read them one after the other): what `get` and
+    `profile` say, a missing game None, in one request."""
+    store = RedisStore(redis_url)
+    game = create("friend", X, time.time(), you="X")
+    store.create(game)
+    store.set_name(O, "Olga")
+    sent = []
+    real = store.redis.connection_pool.get_connection
+
+    def counted(*args, **kwargs):
+        sent.append(1)
+        return real(*args, **kwargs)
+
+    store.redis.connection_pool.get_connection = counted
+    both = store.get_with_profile(game.id, O)
+    assert len(sent) == 1  # one request
+    assert both == (store.get(game.id), store.profile(O))
+    assert store.get_with_profile("n" * 22, X) == (None, store.profile(X))
+    assert store.profile(O).name == "Olga" and store.profile(X).live == [game.id]
+    store.close()
+
+
 def test_the_records_a_change_credits_serve_the_record_read_after_it(redis_url, commands):
     store = RedisStore(redis_url)
     now = time.time()

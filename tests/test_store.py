@@ -117,6 +117,27 @@ def test_current_game_is_remembered_per_player(store):
     assert store.current("alice") == "g" * 22 and store.current("bob") == "h" * 22
 
 
+def test_a_write_that_sets_the_current_game_leaves_set_current_the_same(store):
+    """`current` given to a create or an update (issue 44: Redis sets it in the write's round
+    trip): the `set_current` that follows keeps its meaning, a later one moves it on, and a
+    refused create sets nothing."""
+    game = create("friend", "alice", NOW, you="X")
+    store.create(game, current="alice")
+    store.set_current("alice", game.id)
+    assert store.current("alice") == game.id
+    store.set_current("alice", "g" * 22)
+    assert store.current("alice") == "g" * 22
+    store.update(game.id, lambda m: Update(take_seat(m, "bob", NOW), current="bob"))
+    store.set_current("bob", game.id)
+    assert store.current("bob") == game.id
+    store.set_current("alice", game.id)  # nothing kept from alice's create: written
+    assert store.current("alice") == game.id
+    with pytest.raises(CapReached):
+        store.create(create("ai", "alice", NOW, level="easy"), Caps(per_player=1, total=100),
+                     current="alice")
+    assert store.current("alice") == game.id
+
+
 def test_profile_reads_the_name_the_current_game_the_record_and_the_live_games(store):
     """One read for what a new game needs (issue 28): the same as `name`, `current`,
     `record` and `live_games`."""

@@ -74,6 +74,11 @@ class Limiter(Protocol):
     def take(self, key: str, rate: float, burst: float) -> bool:
         """Whether one more is allowed under `key` (refilling at `rate` a second up to `burst`)."""
 
+    def take_all(self, buckets: list[tuple[str, float, float]]) -> int | None:
+        """`take` each (key, rate, burst) in order, stopping at the first refused (those before
+        it taken, as a sequence of `take`s): its index, or None when all allowed. In one
+        round trip on Redis (issue 44)."""
+
     def acquire(self, key: str, holder: str, cap: int) -> bool:
         """Hold one slot of `key` for `holder`; False when `cap` are held already."""
 
@@ -110,6 +115,12 @@ class MemoryLimiter:
                 self._forget_full(now, burst)
             self._buckets[key] = (tokens - 1, now, rate)
             return True
+
+    def take_all(self, buckets: list[tuple[str, float, float]]) -> int | None:
+        for index, (key, rate, burst) in enumerate(buckets):
+            if not self.take(key, rate, burst):
+                return index
+        return None
 
     def _forget_full(self, now: float, burst: float) -> None:
         """Drop buckets refilled to the brim (as good as new), else the oldest tenth."""
@@ -153,6 +164,25 @@ if tokens < 1 then return 0 end
 redis.call('HSET', KEYS[1], 'tokens', tokens - 1, 'when', now)
 redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
 return 1
+"""
+
+# KEYS: buckets; ARGV: rate and burst of each. Takes from each in order, stopping at the first
+# refused: its 1-based index, or 0 when all allowed (TAKE's steps, one round trip).
+TAKE_ALL = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+for i, key in ipairs(KEYS) do
+  local rate, burst = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  if rate > 0 then
+    local held = redis.call('HMGET', key, 'tokens', 'when')
+    local tokens, when = tonumber(held[1]) or burst, tonumber(held[2]) or now
+    tokens = math.min(burst, tokens + math.max(0, now - when) * rate)
+    if tokens < 1 then return i end
+    redis.call('HSET', key, 'tokens', tokens - 1, 'when', now)
+    redis.call('EXPIRE', key, math.ceil(burst / rate) + 1)
+  end
+end
+return 0
 """
 
 # KEYS: slots. ARGV: holder, cap, lease seconds. Returns 1 when held.
@@ -199,6 +229,7 @@ class RedisLimiter:
                                            socket_connect_timeout=2)
         self._lease = lease
         self._take = self._redis.register_script(TAKE)
+        self._take_all = self._redis.register_script(TAKE_ALL)
         self._acquire = self._redis.register_script(ACQUIRE)
         self._held = self._redis.register_script(HELD)
         self._renew = self._redis.register_script(RENEW)
@@ -218,6 +249,14 @@ class RedisLimiter:
         if rate <= 0:
             return True
         return bool(self._run(self._take, [PREFIX + "b:" + key], [rate, burst], 1))
+
+    def take_all(self, buckets: list[tuple[str, float, float]]) -> int | None:
+        if not buckets:
+            return None
+        args = [word for _, rate, burst in buckets for word in (rate, burst)]
+        refused = self._run(self._take_all, [PREFIX + "b:" + key for key, _, _ in buckets],
+                            args, 0)
+        return refused - 1 if refused else None
 
     def acquire(self, key: str, holder: str, cap: int) -> bool:
         return bool(self._run(self._acquire, [PREFIX + "s:" + key],

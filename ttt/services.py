@@ -13,7 +13,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ttt.limits import Limiter, Limits, prefix_of
 from ttt.match import Match, MatchError
@@ -43,7 +43,8 @@ class Presence(Protocol):
     def connect(self, sid: str, player: str, address: str = "",
                 origin: str | None = None) -> bool: ...
     def connection(self, sid: str) -> Connection | None: ...
-    def attach(self, sid: str, match: Match) -> dict[str, bool]: ...
+    def plan(self, sid: str, match: Match) -> Any: ...
+    def attach(self, sid: str, match: Match, planned: Any = None) -> dict[str, bool]: ...
     def disconnect(self, sid: str) -> dict[str, bool]: ...
     def due(self) -> list[str]: ...
     def online(self, game_id: str) -> dict[str, bool]: ...
@@ -163,14 +164,23 @@ class Services:
 
     def load(self, game_id: str) -> Match:
         """The stored match, or the `not_found` refusal."""
-        match = self.store.get(game_id)
+        return self.load_for(game_id, None)[0]
+
+    def load_for(self, game_id: str, player: str | None) -> tuple[Match, Any]:
+        """`load`, and the player's profile if the store reads it in the same round trip
+        (its `get_with_profile`: Redis, issue 44), else None (read it when needed)."""
+        both = getattr(self.store, "get_with_profile", None) if player is not None else None
+        match, profile = both(game_id, player) if both else (self.store.get(game_id), None)
         if match is None:
             raise MatchError("not_found", "no such game")
-        return match
+        return match, profile
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
-        """Store a new game (its first deadline set by the house's rules)."""
-        self.store.create(self.rules.created(match) if self.rules else match, caps)
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
+        """Store a new game (its first deadline set by the house's rules); `current`, `around`:
+        the player about to be shown it, the lease change (see GameStore.create)."""
+        self.store.create(self.rules.created(match) if self.rules else match, caps, current,
+                          around)
 
     def write(self, game_id: str, change: Callable[[Match], Match | Update]
               ) -> tuple[Match, Match] | None:

@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from ttt.endings import leave
-from ttt.match import SIDES, Match, rename, results, sighted
+from ttt.match import SIDES, Match, rename, results, sighted, take_seat
 from ttt.replies import Push, Reply, player_room, room
 from ttt.services import Services
 from ttt.store import Update
@@ -53,13 +53,15 @@ def sight(svc: Services, match: Match | None) -> Match | None:
     return changed_[1] if changed_ else None
 
 
-def show(views: Views, sid: str, match: Match, player: str) -> tuple[Match, list[Push]]:
+def show(views: Views, sid: str, match: Match, player: str, planned: Any = None
+         ) -> tuple[Match, list[Push]]:
     """Make the connection show `match`: the match as it now is (its presence stored),
-    and the pushes for the games whose presence changed."""
+    and the pushes for the games whose presence changed; `planned`: the lease change the
+    write that made it carried (Presence.plan)."""
     svc = views.services
     presence = svc.presence
     pushes: list[Push] = []
-    for game_id, seats in presence.attach(sid, match).items():
+    for game_id, seats in presence.attach(sid, match, planned).items():
         if not seats:  # a spectator came or went: a small push, at most one a second
             pushes += views.watchers_changed(game_id)
         elif game_id == match.id:
@@ -75,6 +77,21 @@ def show(views: Views, sid: str, match: Match, player: str) -> tuple[Match, list
     return match, pushes
 
 
+def take_a_seat(svc: Services, sid: str, game_id: str, player: str, name: str | None
+                ) -> tuple[Match, Any]:
+    """`player` takes the open seat of a friend game, their current game set and their
+    connection's leases changed in the same write (Redis: issue 44); the match, and the
+    lease change for `enter` (Presence.plan)."""
+    planned: list[Any] = [None]
+
+    def seat(match: Match) -> Update:
+        after = take_seat(match, player, svc.clock(), name)
+        planned[0] = svc.presence.plan(sid, after)  # per try: the seat is the last try's
+        return Update(after, current=player, around=planned[0])
+
+    return svc.update(game_id, seat)[1], planned[0]
+
+
 def named(svc: Services, match: Match, player: str) -> Match:
     """The match showing the player's name as it is now (a rename rewrites only a few
     games: the others catch up here, when the player opens them)."""
@@ -88,10 +105,12 @@ def named(svc: Services, match: Match, player: str) -> Match:
 
 
 def enter(views: Views, sid: str, match: Match, player: str, record: dict | None = None,
-          **extra: Any) -> Reply:
-    """Show the player `match`; `record`: theirs if just read (else read here)."""
-    match = named(views.services, match, player)
-    match, pushes = show(views, sid, match, player)
+          named_now: bool = False, planned: Any = None, **extra: Any) -> Reply:
+    """Show the player `match`; `record`: theirs if just read (else read here); `named_now`:
+    the match was just written with the player's name as it is now (no rename to catch up)."""
+    if not named_now:
+        match = named(views.services, match, player)
+    match, pushes = show(views, sid, match, player, planned)
     return Reply(views.seated(match, player, record, **extra), pushes,
                  show=room(match.id, match.role(player)))
 

@@ -44,13 +44,12 @@ from ttt.match import (
     expired,
     play,
     rename,
-    take_seat,
     time_out,
 )
 from ttt.payloads import choice, clean_name, from_of, game_id_of, moves_of, valid_id, whole
 from ttt.replies import N_, Push, Reply, refusal, room
 from ttt.services import Cached, HouseRules, Presence, Services, Thinker
-from ttt.steps import Credits, changed, credits_of, enter, leave_ai, sight
+from ttt.steps import Credits, changed, credits_of, enter, leave_ai, sight, take_a_seat
 from ttt.store import Store, Update
 from ttt.thinker import Inline
 from ttt.variants import VARIANTS
@@ -214,11 +213,9 @@ class Table:
         moves = moves_of(payload, rules.cells)
         svc = self.services
         player = svc.player(sid)
-        # The name, the current game, the record and the live games in one read (issue 28).
-        name, current, record, live = svc.store.profile(player)
+        name, current, record, live = svc.store.profile(player)  # one read (issue 28)
         leaving = self._leaving(payload, current)
-        conn = svc.presence.connection(sid)
-        address = conn.address  # type: ignore[union-attr] (`player` found it)
+        address = svc.presence.connection(sid).address  # type: ignore[union-attr] (`player`: one)
         if level is not None:
             room_for_ai(svc, variant, level, address)
         take_creation(svc, player, address, new=True, record=record)
@@ -230,16 +227,18 @@ class Table:
         match = create(mode, player, svc.clock(), you=you, level=level, rng=svc.rng,
                        moves=moves, clock=clock, name=name, origin=svc.origin(address),
                        variant=variant, think=rules.instant_ai)
-        with capped():
-            svc.create(match, caps(svc))
+        planned = svc.presence.plan(sid, match)  # the leases and the current game ride the
+        with capped():  # create's round trip (issue 44)
+            svc.create(match, caps(svc), current=player, around=planned)
         abandoned = abandon_local(self.views, local)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
         # game is made, so a refused new game changes nothing.
         left, left_pushes = leave_ai(self.views, player, leaving)
         if ai_to_move(match):  # a slow AI's opening move: a worker plays it, a push shows it
-            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left)
+            reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player, left=left,
+                                           planned=planned)
         else:  # the record as read above, unless the game left was counted in it since
-            reply = enter(self.views, sid, match, player, left=left,
+            reply = enter(self.views, sid, match, player, left=left, planned=planned,
                           record=record if left is None else None)
         reply.pushes[:0] = left_pushes + abandoned
         return reply
@@ -307,19 +306,20 @@ class Table:
         svc = self.services
         player = svc.player(sid)
         resumed = self.clocks.resume_if_stale()  # the views' time_left right after an outage
-        seated = False  # this join took a seat: the answer says so (the page tells the side)
+        seated, record, planned = False, None, None  # seated: the answer tells the side
         if "game" in payload:
-            match = svc.load(game_id_of(payload))
+            match, profile = svc.load_for(game_id_of(payload), player)  # one read on Redis
             if (match.mode == "friend" and match.role(player) == "spectator"
                     and not match.is_over and None in match.seats.values()
                     and payload.get("watch") is not True):  # `watch`: never a seat (v5)
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 take_creation(svc, player, svc.presence.connection(sid).address)  # type: ignore
-                if svc.store.count_live(player) >= svc.limits.live_per_player:
+                name, _, record, live = profile or svc.store.profile(player)  # (issue 44)
+                cap = svc.limits.live_per_player  # `live` may hold expired games: then counted
+                if len(live) >= cap and svc.store.count_live(player) >= cap:
                     raise MatchError("not_allowed", N_("you have too many unfinished games"))
-                name = svc.store.name(player)
-                _, match = svc.update(match.id, lambda m: take_seat(m, player, svc.clock(), name))
+                match, planned = take_a_seat(svc, sid, match.id, player, name)
                 seated = match.role(player) != "spectator"
         else:
             current = svc.store.current(player)
@@ -330,7 +330,8 @@ class Table:
         if ai_to_move(match):  # thinking now (shared, not asked twice) or a stopped process's
             reply = self.ai.enter_thinking(sid, self.ai.think_later(match), player)
         elif seated:
-            reply = enter(self.views, sid, match, player, seated=True)
+            reply = enter(self.views, sid, match, player, record, named_now=True, seated=True,
+                          planned=planned)
         else:
             reply = enter(self.views, sid, match, player)
         reply.pushes[:0] = resumed

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ttt.match import MODES, Match
 from ttt.variants import RECORD_LEVELS, VARIANTS
@@ -35,6 +35,9 @@ class Update(NamedTuple):
     credits: tuple[tuple[str, str, str], ...] = ()  # (player id, level, outcome) to add one to
     create: Match | None = None                     # a new game, made with the change
     caps: Caps | None = None                        # its live-game caps, checked in the write
+    current: str | None = None  # the player shown it next: a store may set their current game
+    #                             in the write, then their `set_current` costs nothing (issue 44)
+    around: Any = None  # so with their connection's lease change (Presence.plan)
 
 
 Change = Callable[[Match], "Match | Update"]
@@ -75,8 +78,12 @@ class StoreUnavailable(RuntimeError):
 class GameStore(Protocol):
     """Where matches live: each change a compare-and-set on the match's revision."""
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
-        """Add a new match; CapReached when its creator or the server has too many live ones."""
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
+        """Add a new match; CapReached when its creator or the server has too many live ones.
+        `current`: the player about to be shown it (`set_current` follows): a store may set
+        it in the same write, then that `set_current` costs nothing (Redis: issue 44); so
+        with `around`, the connection's lease change (Presence.plan), then not made again."""
 
     def get(self, game_id: str) -> Match | None:
         """The match with that id, or None."""

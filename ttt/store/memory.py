@@ -6,6 +6,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from ttt.match import Match
 from ttt.store.base import (
@@ -40,7 +41,8 @@ class MemoryStore:
         return sum(1 for m in self._games.values() if not m.is_over
                    and (owner is None or owner in m.owners()))
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
         with self._lock:
             if match.id in self._games:
                 raise ValueError(f"game {match.id} exists")

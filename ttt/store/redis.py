@@ -24,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import redis
 
@@ -31,8 +32,6 @@ from ttt.match import Match
 from ttt.store import codec, redis_kinds, redis_scripts
 from ttt.store.base import (
     MAX_RETRIES,
-    OUTCOMES,
-    CapReached,
     Caps,
     Change,
     Credit,
@@ -40,18 +39,18 @@ from ttt.store.base import (
     StoreUnavailable,
     Update,
     as_update,
-    empty_record,
 )
 from ttt.store.redis_health import MIGRATIONS_KEY, SCHEMA_KEY, STORE_ID_KEY, Health
 from ttt.store.redis_keys import (
     BEAT,
     DEADLINES,
     LIVE,
-    PREFIX,
+    cap_reached,
     game_key,
     kind_key,
     live_of,
     player_key,
+    record_of,
 )
 from ttt.store.redis_scripts import GONE, STALE, WRITTEN, Batch, write_args
 
@@ -74,21 +73,6 @@ def unavailable_on_redis_errors(method):
     return wrapper
 
 
-def _record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
-    """A player's record from the fields of their hash (`level:outcome` counts)."""
-    record = empty_record()
-    for field, count in fields.items():
-        level, _, outcome = field.partition(":")
-        if level in record and outcome in OUTCOMES:
-            record[level][outcome] = int(count)
-    return record
-
-def _cap_reached(refused: int, owners: list[tuple[str, int]]) -> CapReached:
-    """The refusal of a WRITE over a cap (2: on all games; 2 + i: on owner i's)."""
-    by_address = refused > 2 and owners[refused - 3][0].startswith(live_of("@"))
-    return CapReached(per_player=refused != 2, per_address=by_address)
-
-
 class RedisStore(Health):
     """One connection pool to one Redis database."""
 
@@ -106,6 +90,7 @@ class RedisStore(Health):
         self._cache: OrderedDict[str, Match] = OrderedDict()  # this process's copies
         self._cache_lock = threading.Lock()
         self._records: dict[str, tuple[dict, float]] = {}  # player -> (record, good until)
+        self._current_set: dict[str, tuple[str, float]] = {}  # player -> (game, good until)
         self._mend_kind = self.redis.register_script(redis_kinds.MEND_KIND)
         self._count_live = self.redis.register_script(redis_scripts.COUNT_LIVE)
         self.start_health()
@@ -140,16 +125,33 @@ class RedisStore(Health):
             pipe.zrem(DEADLINES, match.id)
 
     @unavailable_on_redis_errors
-    def create(self, match: Match, caps: Caps | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
         batch = Batch()
         self._write(batch, match, fresh=True)
+        self._ride_current(batch, current, match.id)
+        batch.commands.extend(around.inside if around is not None else ())  # leases (issue 44)
         owners, total = self._caps_of(match, caps) if caps and not match.is_over else ((), None)
         keys, args = write_args(batch, owners=owners, total=total, prefix=game_key(""),
                                 live=LIVE)
-        answer = redis_scripts.call(self.redis, keys, args, self._riding(match.id))
+        answer = redis_scripts.call(self.redis, keys, args, self._riding(match.id), around)
         if answer[0] != WRITTEN:
-            raise _cap_reached(int(answer[0]), owners)
+            raise cap_reached(int(answer[0]), owners)
         self._remember(match)
+        self._rode_current(current, match.id)
+
+    def _ride_current(self, batch: Batch, player: str | None, game_id: str) -> None:
+        """The player's current game set in a write (issue 44: one round trip fewer)."""
+        if player is not None:
+            batch.hset(player_key(player), "current", game_id)
+            batch.expire(player_key(player), self.idle_ttl)
+
+    def _rode_current(self, player: str | None, game_id: str) -> None:
+        """After a write that set it: the `set_current` that follows sends nothing."""
+        if player is not None:
+            if len(self._current_set) > CACHED_GAMES:  # kept for one that never came
+                self._current_set.clear()
+            self._current_set[player] = (game_id, time.monotonic() + 5.0)
 
     @staticmethod
     def _caps_of(match: Match, caps: Caps) -> tuple[list[tuple[str, int]], int]:
@@ -235,6 +237,7 @@ class RedisStore(Health):
             answer = self._write_change(game_id, before, update)
             if answer[0] == WRITTEN:
                 self._remember(after)
+                self._rode_current(update.current, game_id)
                 if update.create:
                     self._remember(update.create)
                 return before, after
@@ -245,7 +248,7 @@ class RedisStore(Health):
                 before, fresh = codec.decode(answer[1]), True
                 continue
             assert update.create is not None and update.caps is not None
-            raise _cap_reached(int(answer[0]), self._caps_of(update.create, update.caps)[0])
+            raise cap_reached(int(answer[0]), self._caps_of(update.create, update.caps)[0])
         raise StoreUnavailable("too much contention on one game")
 
     def _write_change(self, game_id: str, before: Match, update: Update) -> list:
@@ -262,11 +265,13 @@ class RedisStore(Health):
         for who, level, outcome in update.credits:
             batch.hincrby(player_key(who), f"{level}:{outcome}", 1)
             batch.expire(player_key(who), self.idle_ttl)  # as long as a name or a current game
+        self._ride_current(batch, update.current, game_id)
+        batch.commands.extend(update.around.inside if update.around is not None else ())
         keys, args = write_args(batch, game_key(game_id), before.rev, owners, total,
                                 game_key(""), LIVE)
         credited = sorted({who for who, _, _ in update.credits})
         return redis_scripts.call(self.redis, keys, args, self._riding(game_id) + (
-            [self._records_ride(credited)] if credited else []))
+            [self._records_ride(credited)] if credited else []), update.around)
 
     def _records_ride(self, players: list[str]) -> tuple[list[tuple], Callable[[list], None]]:
         """The records credited, read behind the write: for the `record` push that follows."""
@@ -274,7 +279,7 @@ class RedisStore(Health):
             if len(self._records) > CACHED_GAMES:  # kept for a `record` that never came
                 self._records.clear()
             until = time.monotonic() + RECORD_KEPT
-            self._records.update({p: (_record_of(f), until)
+            self._records.update({p: (record_of(f), until)
                                   for p, f in zip(players, found, strict=True)})
         return [("HGETALL", player_key(p)) for p in players], took
 
@@ -337,7 +342,7 @@ class RedisStore(Health):
         kept = self._records.pop(player_id, None)  # read with the write that credited it
         if kept is not None and kept[1] >= time.monotonic():
             return kept[0]
-        return _record_of(self.redis.hgetall(player_key(player_id)))
+        return record_of(self.redis.hgetall(player_key(player_id)))
 
     @unavailable_on_redis_errors
     def current(self, player_id: str) -> str | None:
@@ -352,7 +357,9 @@ class RedisStore(Health):
 
     @unavailable_on_redis_errors
     def set_current(self, player_id: str, game_id: str) -> None:
-        self._set_field(player_id, "current", game_id)
+        kept = self._current_set.pop(player_id, None)  # set by the create just made
+        if kept is None or kept[0] != game_id or kept[1] < time.monotonic():
+            self._set_field(player_id, "current", game_id)
 
     @unavailable_on_redis_errors
     def name(self, player_id: str) -> str | None:
@@ -360,12 +367,25 @@ class RedisStore(Health):
 
     @unavailable_on_redis_errors
     def profile(self, player_id: str) -> Profile:
-        pipe = self.redis.pipeline(transaction=False)  # one round trip
+        return self._read(None, player_id)[1]
+
+    @unavailable_on_redis_errors
+    def get_with_profile(self, game_id: str, player_id: str) -> tuple[Match | None, Profile]:
+        """`get` and `profile` in one round trip (a join: issue 44)."""
+        return self._read(game_id, player_id)
+
+    def _read(self, game_id: str | None, player_id: str) -> tuple[Match | None, Profile]:
+        pipe = self.redis.pipeline(transaction=False)  # one round trip (issue 44)
         pipe.hgetall(player_key(player_id))  # the record is in the same hash
         pipe.zrange(live_of(player_id), 0, -1)
-        fields, live = pipe.execute()
-        return Profile(fields.get("name"), fields.get("current"), _record_of(fields),
-                       sorted(live))
+        if game_id is not None:
+            pipe.get(game_key(game_id))
+        fields, live, *body = pipe.execute()
+        match = codec.decode(body[0]) if body and body[0] else None
+        if game_id is not None:
+            self._remember(match) if match else self._forget(game_id)
+        return match, Profile(fields.get("name"), fields.get("current"), record_of(fields),
+                              sorted(live))
 
     @unavailable_on_redis_errors
     def set_name(self, player_id: str, name: str) -> None:
@@ -403,28 +423,9 @@ class RedisStore(Health):
         if stale:
             self._unlist(stale)
         # Finished games carry a TTL; purge those whose age passed finished_before too.
-        cursor = 0
-        while True:
-            cursor, keys = self.redis.scan(cursor, match=f"{PREFIX}game:*", count=500)
-            for key in keys:
-                body = self.redis.get(key)
-                if body:
-                    match = codec.decode(body)
-                    if match.is_over and match.updated < finished_before:
-                        gone += self.redis.delete(key)
-            if cursor == 0:
-                break
+        gone += redis_kinds.purge_finished(self.redis, finished_before)
         # Games expired by their TTL (untouched ones soonest) leave their ids behind.
-        for index in (LIVE, DEADLINES):
-            ids = self.redis.zrange(index, 0, -1)
-            pipe = self.redis.pipeline(transaction=False)
-            for game_id in ids:
-                pipe.exists(game_key(game_id))
-            missing = [gid for gid, there in zip(ids, pipe.execute(), strict=True) if not there]
-            if missing and index == LIVE:
-                self._unlist(missing)
-            elif missing:
-                self.redis.zrem(index, *missing)
+        redis_kinds.forget_expired(self.redis, self._unlist)
         redis_kinds.mend(self.redis, self._mend_kind)
         return gone
 

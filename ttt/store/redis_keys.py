@@ -1,8 +1,9 @@
-"""The names of the Redis keys the store writes: games, players and the indexes of live games."""
+"""The names of the Redis keys the store writes: games, players and the indexes of live games;
+and what is read back from them (a record, a cap refused)."""
 
 from __future__ import annotations
 
-from ttt.store.base import KINDS
+from ttt.store.base import KINDS, OUTCOMES, CapReached, empty_record
 
 PREFIX = "ttt:"
 LIVE = f"{PREFIX}live"            # sorted set: live game id -> last change
@@ -31,3 +32,19 @@ def kind_key(mode: str, variant: str) -> str:
 
 
 KIND_INDEXES = tuple(kind_key(mode, variant) for mode, variant in KINDS)
+
+
+def record_of(fields: dict[str, str]) -> dict[str, dict[str, int]]:
+    """A player's record from the fields of their hash (`level:outcome` counts)."""
+    record = empty_record()
+    for field, count in fields.items():
+        level, _, outcome = field.partition(":")
+        if level in record and outcome in OUTCOMES:
+            record[level][outcome] = int(count)
+    return record
+
+
+def cap_reached(refused: int, owners: list[tuple[str, int]]) -> CapReached:
+    """The refusal of a WRITE over a cap (2: on all games; 2 + i: on owner i's)."""
+    by_address = refused > 2 and owners[refused - 3][0].startswith(live_of("@"))
+    return CapReached(per_player=refused != 2, per_address=by_address)

@@ -8,11 +8,13 @@ upgrade: live games written by a process of a release without these indexes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import redis
 
 from ttt.store import codec
 from ttt.store.base import KINDS, by_kind
-from ttt.store.redis_keys import KIND_INDEXES, LIVE, game_key, kind_key
+from ttt.store.redis_keys import DEADLINES, KIND_INDEXES, LIVE, game_key, kind_key
 
 # KEYS: LIVE, one kind index. ARGV: game ids. Each id is put in the kind index (with its
 # score in LIVE) if LIVE holds it, or taken out if not: one step, so no game ending meanwhile
@@ -64,3 +66,34 @@ def mend(client: redis.Redis, script: redis.commands.core.Script) -> int:
         for start in range(0, len(strays), MEND_BATCH):
             mended += script(keys=[LIVE, key], args=strays[start:start + MEND_BATCH])
     return mended
+
+
+def forget_expired(client: redis.Redis, unlist: Callable[[list[str]], None]) -> None:
+    """Take out of LIVE (by `unlist`, the kinds with it) and DEADLINES the ids of the games
+    expired by their TTL (untouched ones soonest): a purge's step."""
+    for index in (LIVE, DEADLINES):
+        ids = client.zrange(index, 0, -1)
+        pipe = client.pipeline(transaction=False)
+        for game_id in ids:
+            pipe.exists(game_key(game_id))
+        missing = [gid for gid, there in zip(ids, pipe.execute(), strict=True) if not there]
+        if missing and index == LIVE:
+            unlist(missing)
+        elif missing:
+            client.zrem(index, *missing)
+
+
+def purge_finished(client: redis.Redis, finished_before: float) -> int:
+    """Delete the finished games older than `finished_before` (they carry a TTL too): how
+    many. A purge's step, one SCAN of the games."""
+    gone, cursor = 0, 0
+    while True:
+        cursor, keys = client.scan(cursor, match=game_key("*"), count=500)
+        for key in keys:
+            body = client.get(key)
+            if body:
+                match = codec.decode(body)
+                if match.is_over and match.updated < finished_before:
+                    gone += client.delete(key)
+        if cursor == 0:
+            return gone

@@ -110,13 +110,19 @@ def load(client: redis.Redis) -> None:
 
 
 def call(client: redis.Redis, keys: list[str], args: list[Any],
-         riders: Sequence[tuple[list[tuple], Callable[[list], None]]] = ()) -> list[Any]:
+         riders: Sequence[tuple[list[tuple], Callable[[list], None]]] = (),
+         around: Any = None) -> list[Any]:
     """Run WRITE in one round trip with the riders' reads pipelined behind it (each rider: its
-    commands, and what takes their answers); WRITE's answer. On NOSCRIPT the script is
-    loaded and the whole batch sent again (nothing in it was run: the script is first, the
-    riders only read)."""
+    commands, and what takes their answers); WRITE's answer. `around`: reads sent before the
+    script too (`pre`, `post`, `took`: ttt.web.realtime.riding). On NOSCRIPT the script is
+    loaded and the whole batch sent again (nothing in it was run: the riders only read)."""
+    pre, post = (around.pre, around.post) if around is not None else ([], [])
+    if post:
+        riders = [*riders, (post, lambda after: around.took(answers[:len(pre)], after))]
     for attempt in range(2):
         pipe = client.pipeline(transaction=False)
+        for command in pre:
+            pipe.execute_command(*command)
         pipe.execute_command("EVALSHA", WRITE_SHA, len(keys), *keys, *args)
         for commands, _ in riders:
             for command in commands:
@@ -128,9 +134,9 @@ def call(client: redis.Redis, keys: list[str], args: list[Any],
                 raise
             client.script_load(WRITE)
             continue
-        at = 1
+        at = len(pre) + 1
         for commands, took in riders:
             took(answers[at:at + len(commands)])
             at += len(commands)
-        return answers[0]
+        return answers[len(pre)]
     raise AssertionError("unreachable")

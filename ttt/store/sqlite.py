@@ -19,6 +19,7 @@ import sqlite3
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from ttt.match import Match
 from ttt.store import codec
@@ -145,7 +146,8 @@ class SqliteStore(SqlitePlayers):
     _INSERT = (f"INSERT INTO games ({', '.join(COLUMNS)}, id) "
                f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
         row = (*self._row(match), match.id)  # built before the lock: only SQL runs under it
         with self._write_lock, self._conn() as conn:
             begin_write(conn)

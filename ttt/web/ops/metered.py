@@ -48,8 +48,9 @@ class MeteredStore:
 
     # --- the games ---------------------------------------------------------------------------
 
-    def create(self, match: Match, caps: Caps | None = None) -> None:
-        self._call("create", match, caps)
+    def create(self, match: Match, caps: Caps | None = None, current: str | None = None,
+               around: Any = None) -> None:
+        self._call("create", match, caps, current, around)
         self._metrics.started.labels(match.mode, match.variant).inc()
 
     def get(self, game_id: str) -> Match | None:
@@ -101,6 +102,12 @@ class MeteredStore:
 
     def name(self, player_id: str) -> str | None:
         return self._call("name", player_id)
+
+    def get_with_profile(self, game_id: str, player_id: str) -> tuple[Match | None, Any]:
+        """The store's (Redis: one round trip), else `get` and no profile (read if needed)."""
+        if not hasattr(self._store, "get_with_profile"):
+            return self.get(game_id), None
+        return self._call("get_with_profile", game_id, player_id)
 
     def profile(self, player_id: str) -> Profile:
         return self._call("profile", player_id)

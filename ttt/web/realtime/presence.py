@@ -12,6 +12,7 @@ themselves and the highest score is always the last sighting.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ import redis
 from ttt.limits import Limiter, MemoryLimiter
 from ttt.match import Match
 from ttt.store.redis import unavailable_on_redis_errors
+from ttt.web.realtime import riding
+from ttt.web.realtime.riding import Join, Leave
 
 LEASE_SECONDS = 30.0
 WATCH = "watch"          # the "seat" that spectators hold
@@ -52,8 +55,6 @@ def seats_of(match: Match, player: str) -> tuple[str, ...]:
     return ("X", "O") if role == "both" else (role,) if role in ("X", "O") else (WATCH,)
 
 
-Leave = tuple[str, tuple[str, ...], float]  # game, marks, grace
-Join = tuple[str, tuple[str, ...]]         # game, marks
 Snapshots = tuple[tuple[dict[str, bool], int], tuple[dict[str, bool], int]]  # before, after
 
 
@@ -149,6 +150,8 @@ class RedisSeats:
         self._clock = clock
         # game -> (present, read at by the clock, good until by time.monotonic): `ride`'s.
         self._ridden: dict[str, tuple[tuple[dict[str, bool], int], float, float]] = {}
+        with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
+            self._redis.ping()  # connected now: no event pays the handshake (issue 44)
 
     @staticmethod
     def _key(game: str, mark: str) -> str:
@@ -241,6 +244,10 @@ class RedisSeats:
     def last_seen(self, game: str, mark: str) -> float | None:
         top = self._redis.zrevrange(self._key(game, mark), 0, 0, withscores=True)
         return min(top[0][1], self._clock()) if top else None
+
+    def plan(self, sid: str, join: Join, was: tuple) -> riding.Planned:
+        """`shift`'s commands, to ride the write that makes the game joined (riding.py)."""
+        return riding.plan(self, sid, join, was, _present, LEASE_SECONDS, WATCH, RIDDEN_FOR)
 
     @unavailable_on_redis_errors
     def shift(self, sid: str, leave: Leave | None, join: Join | None) -> list[Snapshots | None]:
@@ -337,7 +344,18 @@ class Presence:
         """The connection of a sid."""
         return self._conns.get(sid)
 
-    def attach(self, sid: str, match: Match) -> dict[str, bool]:
+    def plan(self, sid: str, match: Match) -> riding.Planned | None:
+        """The lease change showing `match` makes, for the write making it to carry (Redis only);
+        `attach` takes it if the connection is as it was (no lock: a race shifts again)."""
+        conn = self._conns.get(sid)
+        if conn is None or not isinstance(self.seats, RedisSeats):
+            return None
+        was = (conn.game, conn.role, conn.seats)
+        seats = seats_of(match, conn.player) if conn.holds_seats else ()
+        return self.seats.plan(sid, (match.id, seats), was)
+
+    def attach(self, sid: str, match: Match, planned: riding.Planned | None = None
+               ) -> dict[str, bool]:
         """Show `match` on this connection; the games whose presence or watchers changed,
         each with whether its seats' presence did (False: only the number of watchers).
 
@@ -353,7 +371,11 @@ class Presence:
             if conn.game == match.id and conn.role == role and conn.seats == seats:
                 return {}
             leave = (conn.game, conn.seats, 0.0) if conn.game else None
-            left, joined = self.seats.shift(sid, leave, (match.id, seats))
+            if (planned is not None and planned.found is not None and planned.join
+                    == (match.id, seats) and planned.was == (conn.game, conn.role, conn.seats)):
+                left, joined = planned.found  # the write that made the game changed them
+            else:
+                left, joined = self.seats.shift(sid, leave, (match.id, seats))
             conn.game, conn.role, conn.seats = match.id, role, seats
             changed = _changes(leave, left)
             if joined is not None and joined[1] != joined[0]:
