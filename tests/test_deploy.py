@@ -86,8 +86,10 @@ def connections(backend: Gunicorn) -> int:
 
 
 def settle(backends: list[Gunicorn], expected: int) -> None:
-    """Wait until the processes hold `expected` connections (earlier tests' players gone)."""
-    deadline = time.monotonic() + 15
+    """Wait until the processes hold `expected` connections (earlier tests' players gone).
+    A client whose close was lost on a busy machine is dropped by Engine.IO's ping (10 s
+    between pings, 10 s to answer): the wait allows for that."""
+    deadline = time.monotonic() + 30
     while sum(connections(b) for b in backends) != expected:
         assert time.monotonic() < deadline, [connections(b) for b in backends]
         time.sleep(0.05)

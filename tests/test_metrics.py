@@ -248,6 +248,9 @@ def test_python_app_py_drains_on_sigterm_and_its_player_comes_back(tmp_path):
         assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(30) == 0  # by itself, well before anyone kills it
+        deadline = time.monotonic() + 30  # the client hears the close on its own thread
+        while alice.drops == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert alice.drops == 1
         server.start()  # the same port: the client finds it again by itself
         assert _connected(alice)
