@@ -96,12 +96,14 @@ def test_board_ready_on_a_first_and_a_repeat_visit(chromium, proxy, capsys):  # 
 
 
 # The largest text painted, as Chrome reports it (each element's text counts once: at its first
-# paint), beside the moment the script first drew a game (its text comes in the frame after).
+# paint), beside the first contentful paint and the moment the script first drew a game.
 PAINTS = """() => new Promise((resolve) => {
   new PerformanceObserver((list) => {
     const largest = list.getEntries().at(-1);
     const ready = performance.getEntriesByName("ttt:board-ready")[0];
-    resolve({ lcp: largest.startTime, ready: ready.startTime, id: largest.element?.id ?? null });
+    const first = performance.getEntriesByName("first-contentful-paint")[0];
+    resolve({ lcp: largest.startTime, ready: ready.startTime, fcp: first.startTime,
+              id: largest.element?.id ?? null });
   }).observe({ type: "largest-contentful-paint", buffered: true });
 })"""
 
@@ -114,4 +116,7 @@ def test_the_largest_paint_is_the_first_paint(open_page, where):
     page = open_page("phone", path=path)
     expect(page.locator("#app")).to_have_attribute("data-ready", re.compile("."))
     paints = page.evaluate(PAINTS)
-    assert paints["lcp"] < paints["ready"], paints
+    # The first paint is the largest: on a fast load the script may already have run when
+    # it comes (ready before it), which is fine; text the script draws after the connect (a
+    # round trip at least) is always a later frame.
+    assert paints["lcp"] <= paints["fcp"] + 1, paints
