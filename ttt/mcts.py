@@ -22,7 +22,6 @@ from ttt import mcts_trees
 from ttt.mcts_book import book_move
 from ttt.mcts_position import (  # noqa: F401 - the engine's names, given here too
     _any_safe,
-    _plain_playout,
     _playout,
     _Position,
     playouts_per_second,

@@ -133,46 +133,6 @@ def _playout(pos: _Position, rnd: Callable[[], float]) -> float:
         reward = 1.0 - reward
 
 
-def _plain_playout(pos: _Position, rnd: Callable[[], float]) -> float:
-    """The play-out before small-board tactics (a game-winning move taken, else any cell at
-    random): kept to measure the smart one against, per second."""
-    me, opp, won_me, won_opp = pos.me, pos.opp, pos.won_me, pos.won_opp
-    closed, nxt = pos.closed, pos.next
-    reward = 1.0
-    while True:
-        threats = COMPLETES[won_me] & ~closed
-        if threats:
-            if nxt >= 0:
-                if threats >> nxt & 1 and COMPLETES[me[nxt]] & ~opp[nxt]:
-                    return reward
-            else:
-                for b in CELLS[threats]:
-                    if COMPLETES[me[b]] & ~opp[b]:
-                        return reward
-        if nxt < 0:
-            boards = CELLS[FULL ^ closed]
-            b = boards[int(rnd() * len(boards))]
-        else:
-            b = nxt
-        mine = me[b]
-        cells = CELLS[FULL ^ (mine | opp[b])]
-        c = cells[int(rnd() * len(cells))]
-        mine |= 1 << c
-        me[b] = mine
-        if WON[mine]:
-            won_me |= 1 << b
-            closed |= 1 << b
-            if WON[won_me]:
-                return reward
-        elif mine | opp[b] == FULL:
-            closed |= 1 << b
-        if closed == FULL:
-            return 0.5
-        nxt = -1 if closed >> c & 1 else c
-        me, opp, won_me, won_opp = opp, me, won_opp, won_me
-        reward = 1.0 - reward
-
-
 def playouts_per_second(board: UltimateBoard, rng: random.Random, seconds: float) -> float:
     """How many play-outs from this board fit in a second of this thread's CPU time."""
     start = _Position.of(board)
