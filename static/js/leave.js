@@ -111,7 +111,9 @@ export function createLeave(dialog) {
 
   go.addEventListener("click", () => close(true));
   stay.addEventListener("click", () => close(false));
-  dialog.addEventListener("close", () => close(false)); // Escape
+  // Escape. The close event comes a frame after close(): when the dialog is open again by then
+  // (stay, then another choice at once), it belonged to the question already answered.
+  dialog.addEventListener("close", () => { if (!dialog.open) close(false); });
   // A tap on the dimmed page around the dialog is "stay".
   dialog.addEventListener("click", (event) => {
     if (event.target === dialog) close(false);
