@@ -133,7 +133,7 @@ class AiTurns:
     def _no_help_in_a_friend_game(self, player: str, variant: str,
                                   moves: tuple[int, ...]) -> None:
         """Refuse to judge the position of a live friend game the player sits in, however it
-        was reached (issue 41: a pass-and-play copy made with `moves`, then analysed, was
+        was reached (a pass-and-play copy made with `moves`, then analysed, would be
         the engine's help in the friend game). Reads the player's live games (capped). The
         empty board is no game's secret: never refused."""
         if not moves:

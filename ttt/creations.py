@@ -62,7 +62,7 @@ def take_creation(svc: Services, player: str, address: str, new: bool = False,
         return
     origin = svc.origin(address)
     # The buckets in the order they answer, each with its refusal: taken in one call (one
-    # round trip on Redis: issue 44), as the sequence of takes it was.
+    # round trip on Redis), as the sequence of takes it was.
     buckets = [(f"create:p:{player}", per_minute, "too many new games from you: wait a moment")]
     if origin is not None:
         if new and not has_played(svc, player, record):

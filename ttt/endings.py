@@ -34,8 +34,8 @@ def abortable(match: Match) -> bool:
         person = next(mark for mark in SIDES if match.seats[mark] != AI)
         # The person's moves since `start`, counted by ply: X makes the even plies and O the
         # odd ones, in both variants, and a cell once played keeps its mark, so this is the
-        # count of played cells that show the person's mark (issue 28: that walked the board,
-        # once per view; tests/test_leaving.py checks the two agree).
+        # count of played cells that show the person's mark (walking the board instead
+        # cost a pass per view; tests/test_leaving.py checks the two agree).
         side = SIDES.index(person)
         return len(range(match.start + (side - match.start) % 2, len(match.moves), 2)) < 2
     return match.opening

@@ -19,7 +19,7 @@ FIELDS = ("event", "game", "result", "ms", "seat", "cell", "rev", "conn", "playe
           "variant", "winner", "status", "request")
 # The front's request id (nginx's `$request_id`, sent as X-Request-Id) of the HTTP request
 # being served, set by the app for each request: every line logged while it is served
-# carries it as `request`, the key to nginx's JSON access line (issue 45).
+# carries it as `request`, the key to nginx's JSON access line.
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("ttt_request_id",
                                                                        default=None)
 _REQUEST_ID = re.compile(r"[0-9A-Za-z._-]{1,64}", re.ASCII)
@@ -31,7 +31,7 @@ def request_id(header: object) -> str | None:
     return header if isinstance(header, str) and _REQUEST_ID.fullmatch(header) else None
 # The key of the players' hashes in log lines (`key_players`, from the app's secret key): the
 # same player has the same hash on every process and across connections, and nobody without
-# the key can tell which player id it is (issue 45).
+# the key can tell which player id it is.
 _player_key = b""
 
 

@@ -77,7 +77,7 @@ class Limiter(Protocol):
     def take_all(self, buckets: list[tuple[str, float, float]]) -> int | None:
         """`take` each (key, rate, burst) in order, stopping at the first refused (those before
         it taken, as a sequence of `take`s): its index, or None when all allowed. In one
-        round trip on Redis (issue 44)."""
+        round trip on Redis."""
 
     def acquire(self, key: str, holder: str, cap: int) -> bool:
         """Hold one slot of `key` for `holder`; False when `cap` are held already."""

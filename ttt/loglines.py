@@ -1,4 +1,4 @@
-"""Log lines made cheaply, for a served process (issue 28): a record made without logging's
+"""Log lines made cheaply, for a served process: a record made without logging's
 look for its caller, handed straight to our handler when it is the only one, and a handler
 that writes INFO lines in batches. Standard library only: ttt.web.ops.logs sets it up, and
 ttt.web.ops.metrics writes a game's end through it."""
@@ -23,7 +23,7 @@ class Handler(logging.StreamHandler):
     (seconds; `configure` sets `TTT_LOG_FLUSH_SECONDS`, 0.1), INFO lines are written in
     batches at most `every` apart by a writer thread (nginx's `access_log ... buffer=
     flush=`): one write a batch instead of one per event, which on a busy server is a system
-    call, and a turn of the interpreter's lock, less per event (issue 28). A WARNING or worse
+    call, and a turn of the interpreter's lock, less per event. A WARNING or worse
     writes everything queued and itself at once, in order; so do `flush()` (which
     `logging.shutdown` calls at exit) and 256 kB queued. A process killed outright (SIGKILL)
     loses at most `every` seconds of INFO lines.
@@ -63,7 +63,7 @@ class Handler(logging.StreamHandler):
 
     def write_made(self, make: Callable[..., str], args: tuple, level: int) -> None:
         """A line `make(*args)` will give (with its end), queued as the call: made when it is
-        written, off the path of whoever logs it (issue 28: the access line, after the
+        written, off the path of whoever logs it (the access line, after the
         event's answer is on its way). `args` must not change meanwhile."""
         self._lines.append((make, args))
         self._size += 128  # about a line
@@ -218,7 +218,7 @@ def _process_name() -> str | None:
 
 
 class Fold:
-    """One warning that repeats while something is down, folded (issue 45: a 32 s Redis
+    """One warning that repeats while something is down, folded (unfolded, a 32 s Redis
     outage wrote 13,324 "limits not checked" lines): the first occurrence is logged as it
     comes, then at most one line every `every` seconds with the count since the last line,
     and `ok()` logs "<what> back after N s (M times)" once the episode is over. `ok()` costs

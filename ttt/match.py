@@ -59,7 +59,7 @@ def nobody() -> dict[str, Any]:
 
 class once:
     """A property worked out on first use and kept on the instance: functools'
-    cached_property without its lock. Kept on measure (issue 43, CPython 3.11.7): Python 3.11
+    cached_property without its lock. Kept on measure (CPython 3.11.7): Python 3.11
     takes one RLock per cached_property shared by every instance (all threads' matches wait on
     it; 3.12 dropped it), and a first use costs 0.77 µs against 0.22 here, four a match. A
     match never changes, so two threads that work one out at once find the same value."""
@@ -143,7 +143,7 @@ class Match:
             return None
         return self.finish.termination.value if self.finish else Termination.LINE.value
 
-    # Cached like `board` and `status` (issue 28: an event asked each match these some thirty
+    # Cached like `board` and `status` (an event asks each match these some thirty
     # times). Safe: both follow from `moves` and `finish` alone; a change makes a new Match.
     @once
     def is_over(self) -> bool:
@@ -206,7 +206,7 @@ class Match:
     def but(self, **changes: Any) -> Match:
         """A copy with these fields changed: `dataclasses.replace`, made directly. Kept on
         measure: a frozen dataclass's `__init__` sets its 22 fields one `object.__setattr__`
-        at a time; `replace` took 12.7 µs a copy against 3.6 here (issue 43, CPython 3.11),
+        at a time; `replace` took 12.7 µs a copy against 3.6 here (CPython 3.11),
         two or three copies a move of ~500 µs server CPU: 4-5 % of an event. What `once`
         worked out is not copied: it belongs to the old fields."""
         if not _FIELD_SET.issuperset(changes):
@@ -220,7 +220,7 @@ class Match:
     def whole(values: dict[str, Any]) -> Match:
         """The match of every field's value (a stored one read back), made as `but` makes
         a copy: no `__init__`, its defaults or its 22 `object.__setattr__` (1.0 µs against
-        5.0 through `Match(**values)`, issue 43; one or more per event's store read)."""
+        5.0 through `Match(**values)`; one or more per event's store read)."""
         if values.keys() != _FIELD_SET:
             odd = sorted(values.keys() ^ _FIELD_SET)
             raise TypeError(f"Match fields missing or unknown: {odd}")

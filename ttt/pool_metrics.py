@@ -1,4 +1,4 @@
-"""The AI pool's figures, read from the thinker at each scrape (issues 33 and 45): the crowd,
+"""The AI pool's figures, read from the thinker at each scrape: the crowd,
 searches failed by cause, live workers, local restarts and remote workers refused."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ SEARCH_FAILURES = ("worker_lost", "gave_up", "error")
 
 
 class _Crowd(Collector):
-    """The thinker's crowd figures, read at scrape time (issue 33)."""
+    """The thinker's crowd figures, read at scrape time."""
 
     thinker: Any = None
 

@@ -134,7 +134,7 @@ class Board:
     def __str__(self) -> str:
         key = self.x | self.o << 9
         text = _TEXTS.get(key)
-        if text is None:  # at most 3**9 positions, each spelled once (issue 28: every view)
+        if text is None:  # at most 3**9 positions, each spelled once (every view asks)
             text = _TEXTS[key] = "".join([self.cell(i) for i in range(9)])
         return text
 

@@ -168,7 +168,7 @@ class Services:
 
     def load_for(self, game_id: str, player: str | None) -> tuple[Match, Any]:
         """`load`, and the player's profile if the store reads it in the same round trip
-        (its `get_with_profile`: Redis, issue 44), else None (read it when needed)."""
+        (its `get_with_profile`: Redis), else None (read it when needed)."""
         both = getattr(self.store, "get_with_profile", None) if player is not None else None
         match, profile = both(game_id, player) if both else (self.store.get(game_id), None)
         if match is None:

@@ -21,7 +21,7 @@ Credits = tuple[tuple[str, str, str], ...]
 
 
 def credits_of(before: Match, after: Match) -> Credits:
-    """The record rows a change credits (computed once per change: issue 43)."""
+    """The record rows a change credits (computed once per change)."""
     return tuple(results(before, after))
 
 
@@ -39,7 +39,7 @@ def settled(svc: Services, game_id: str, mode: str) -> bool:
     the game over, or of another mode than `mode`. Both facts are final (a finished game
     stays finished, its mode never changes), so a change that acts only on a live game
     of `mode` would leave it as it is: skipping it saves a read, and with SQLite a write
-    transaction under the write lock (issue 28). Without a cached copy, the change is tried."""
+    transaction under the write lock. Without a cached copy, the change is tried."""
     match = svc.cached(game_id)
     return match is not None and (match.is_over or match.mode != mode)
 
@@ -80,7 +80,7 @@ def show(views: Views, sid: str, match: Match, player: str, planned: Any = None
 def take_a_seat(svc: Services, sid: str, game_id: str, player: str, name: str | None
                 ) -> tuple[Match, Any]:
     """`player` takes the open seat of a friend game, their current game set and their
-    connection's leases changed in the same write (Redis: issue 44); the match, and the
+    connection's leases changed in the same write (Redis); the match, and the
     lease change for `enter` (Presence.plan)."""
     planned: list[Any] = [None]
 

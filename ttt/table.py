@@ -213,13 +213,13 @@ class Table:
         moves = moves_of(payload, rules.cells)
         svc = self.services
         player = svc.player(sid)
-        name, current, record, live = svc.store.profile(player)  # one read (issue 28)
+        name, current, record, live = svc.store.profile(player)  # one read
         leaving = self._leaving(payload, current)
         address = svc.presence.connection(sid).address  # type: ignore[union-attr] (`player`: one)
         if level is not None:
             room_for_ai(svc, variant, level, address)
         take_creation(svc, player, address, new=True, record=record)
-        waiting, local = self._unfinished(player, live)  # each live game read once (issue 43)
+        waiting, local = self._unfinished(player, live)  # each live game read once
         if mode == "friend":
             room_for_unjoined(svc, player, address, waiting)
         name = name if mode != "local" else None
@@ -228,7 +228,7 @@ class Table:
                        moves=moves, clock=clock, name=name, origin=svc.origin(address),
                        variant=variant, think=rules.instant_ai)
         planned = svc.presence.plan(sid, match)  # the leases and the current game ride the
-        with capped():  # create's round trip (issue 44)
+        with capped():  # create's round trip
             svc.create(match, caps(svc), current=player, around=planned)
         abandoned = abandon_local(self.views, local)  # before the games left's views
         # The AI game the page showed ends by the leaving rule (PROTOCOL v4); once the new
@@ -315,7 +315,7 @@ class Table:
                 # A seat taken is one more live game for the player: a creation to the rate,
                 # and to the player's cap (so a rename or a flood of joins stays bounded).
                 take_creation(svc, player, svc.presence.connection(sid).address)  # type: ignore
-                name, _, record, live = profile or svc.store.profile(player)  # (issue 44)
+                name, _, record, live = profile or svc.store.profile(player)  # one read
                 cap = svc.limits.live_per_player  # `live` may hold expired games: then counted
                 if len(live) >= cap and svc.store.count_live(player) >= cap:
                     raise MatchError("not_allowed", N_("you have too many unfinished games"))
@@ -359,7 +359,7 @@ class Table:
             after = played[-1]
             if match.rules.instant_ai:  # microseconds: the reply lands in the same transaction
                 after = ai_reply(after, svc.rng, now)
-            credited[0] = credits_of(match, after)  # once per move (issue 43)
+            credited[0] = credits_of(match, after)  # once per move
             return Update(after, credited[0])
 
         # A clock may end nothing before it got an outage back.

@@ -18,8 +18,8 @@ machine (`ttt.workers.ProcessRunner`) or on other machines through a Redis queue
   level is refused (`crowded`), so the games already running keep their bounded wait;
 - an evaluation (`analyze`, hints) takes a seat in the same rotation as an AI game: its
   prefix counts toward the capacity, and past it an evaluation from a prefix not yet in the
-  rotation is refused (`Busy`) as a new game is (issue 41: forty addresses asking analyses
-  stretched a `hard` reply to 2.4 s, and never counted in the capacity).
+  rotation is refused (`Busy`) as a new game is (else forty addresses asking analyses
+  stretch a `hard` reply to 2.4 s, uncounted in the capacity).
 
 Waiting uses `threading` primitives only: under gunicorn's gevent worker they are patched,
 so a greenlet waiting on a ticket yields the hub, and the drivers' pipes are cooperative.

@@ -69,7 +69,7 @@ class Views:
 
     def view(self, match: Match, role: str) -> dict[str, Any]:
         """The Game as a receiver in `role` sees it."""
-        # Presence read once per view (issue 28: online, watchers and the claim's online were
+        # Presence read once per view (online, watchers and the claim's online: else
         # three reads, two or three round trips with Redis; the same moment's figures).
         svc = self.services
         online, watchers = svc.presence.present(match.id)
@@ -144,7 +144,7 @@ class Views:
         return [Push("watchers", room(game_id, role), body) for role in self.roles(match)]
 
     def games(self, sid: str, payload: dict) -> Any:
-        """The `games` event (PROTOCOL v4, issue 30): the sender's live friend games, each as a
+        """The `games` event (PROTOCOL v4): the sender's live friend games, each as a
         short line for the home page's list: whose turn, the opponent, the time left."""
         store = self.services.store
         player = self.services.player(sid)

@@ -4,8 +4,8 @@ A spectator coming or going changes only the game's `watchers` count: it is told
 `watchers` event (never the whole game), at most once every `every` seconds per game; a
 change inside that second is told by the master's next tick (or rides the next `game`
 push, which carries the count anyway). So a crowd of spectators coming and going costs
-each player at most one push a second (issue 41: 60 spectators re-joining at 53 joins a
-second sent each player 53 whole games a second).
+each player at most one push a second (else 60 spectators re-joining at 53 joins a
+second send each player 53 whole games a second).
 """
 
 from __future__ import annotations

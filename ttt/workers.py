@@ -253,7 +253,7 @@ class QueueRunner:
                                   result_ttl=60, failure_ttl=300, ttl=120)
         # Asked in short blocking reads: one long XREAD outlasts the client's socket timeout
         # (5 s in redis-py), which read as Redis trouble and lost the move when no worker was
-        # there (issue 45); a worker that comes within the wait still answers it.
+        # there; a worker that comes within the wait still answers it.
         deadline = time.monotonic() + int(seconds) + 60
         result = None
         while result is None and time.monotonic() < deadline:

@@ -18,7 +18,7 @@ from ttt.replies import N_
 
 NAME = re.compile(r"[A-Za-z0-9_-]{3,24}", re.ASCII)
 ABOUT_LENGTH = 280
-# What a bot's text never holds (issue 41): bidi controls (U+202A-U+202E, U+2066-U+2069: they
+# What a bot's text never holds: bidi controls (U+202A-U+202E, U+2066-U+2069: they
 # reorder whatever a page shows after them), line and paragraph separators, NEL, and DEL.
 HIDDEN = re.compile("[\u007f\u0085\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 # A bot's player id: "bot-" and 22 random characters, 26 in all. A person's id (the signed

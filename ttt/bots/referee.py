@@ -9,7 +9,7 @@ game on time like a person's.
 Every change that ends a game between two bots rates it once, in its variant; a game a bot
 started casual (`"rated": false`) counts in no record and no rating. Nothing else changes.
 
-A person playing a bot has a move deadline too (`person_seconds`, issue 41): ten games taken
+A person playing a bot has a move deadline too (`person_seconds`): ten games taken
 against a bot and never moved in would otherwise hold its seats for good. A person whose
 first move does not come in time leaves the game called off (no result); later, the move's
 time runs out as a loss. A game between two bots is rated only when both have moved and the

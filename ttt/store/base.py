@@ -36,7 +36,7 @@ class Update(NamedTuple):
     create: Match | None = None                     # a new game, made with the change
     caps: Caps | None = None                        # its live-game caps, checked in the write
     current: str | None = None  # the player shown it next: a store may set their current game
-    #                             in the write, then their `set_current` costs nothing (issue 44)
+    #                             in the write, then their `set_current` costs nothing
     around: Any = None  # so with their connection's lease change (Presence.plan)
 
 
@@ -82,7 +82,7 @@ class GameStore(Protocol):
                around: Any = None) -> None:
         """Add a new match; CapReached when its creator or the server has too many live ones.
         `current`: the player about to be shown it (`set_current` follows): a store may set
-        it in the same write, then that `set_current` costs nothing (Redis: issue 44); so
+        it in the same write, then that `set_current` costs nothing (Redis); so
         with `around`, the connection's lease change (Presence.plan), then not made again."""
 
     def get(self, game_id: str) -> Match | None:
@@ -127,7 +127,7 @@ class ProfileStore(Protocol):
         """The player's display name."""
 
     def profile(self, player_id: str) -> Profile:
-        """What a new game reads of its player, in one read (issue 28): the name, the current
+        """What a new game reads of its player, in one read: the name, the current
         game, the record (as `record` gives it) and the live games (as `live_games`)."""
 
     def set_name(self, player_id: str, name: str) -> None:
@@ -135,7 +135,7 @@ class ProfileStore(Protocol):
 
     def mark_played(self, player_id: str) -> None:
         """Remember that the player has made a move (in any game), for as long as the
-        player's profile is kept (issue 41: the newcomers' allowance reads it)."""
+        player's profile is kept (the newcomers' allowance reads it)."""
 
     def played(self, player_id: str) -> bool:
         """Whether the player was marked as having made a move."""

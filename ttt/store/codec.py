@@ -56,7 +56,7 @@ def from_json(data: dict[str, Any]) -> Match:
 
 def dumps(data: Any) -> str:
     """Stored JSON text: compact, UTF-8 as it is. orjson (several times the standard
-    library's speed, and a store write's text is built on every move: issue 28); the
+    library's speed, and a store write's text is built on every move); the
     standard library for anything orjson refuses (an integer past 64 bits), so what was
     storable stays storable."""
     try:

@@ -130,7 +130,7 @@ class RedisStore(Health):
         batch = Batch()
         self._write(batch, match, fresh=True)
         self._ride_current(batch, current, match.id)
-        batch.commands.extend(around.inside if around is not None else ())  # leases (issue 44)
+        batch.commands.extend(around.inside if around is not None else ())  # leases
         owners, total = self._caps_of(match, caps) if caps and not match.is_over else ((), None)
         keys, args = write_args(batch, owners=owners, total=total, prefix=game_key(""),
                                 live=LIVE)
@@ -141,7 +141,7 @@ class RedisStore(Health):
         self._rode_current(current, match.id)
 
     def _ride_current(self, batch: Batch, player: str | None, game_id: str) -> None:
-        """The player's current game set in a write (issue 44: one round trip fewer)."""
+        """The player's current game set in a write (one round trip fewer)."""
         if player is not None:
             batch.hset(player_key(player), "current", game_id)
             batch.expire(player_key(player), self.idle_ttl)
@@ -371,11 +371,11 @@ class RedisStore(Health):
 
     @unavailable_on_redis_errors
     def get_with_profile(self, game_id: str, player_id: str) -> tuple[Match | None, Profile]:
-        """`get` and `profile` in one round trip (a join: issue 44)."""
+        """`get` and `profile` in one round trip (a join)."""
         return self._read(game_id, player_id)
 
     def _read(self, game_id: str | None, player_id: str) -> tuple[Match | None, Profile]:
-        pipe = self.redis.pipeline(transaction=False)  # one round trip (issue 44)
+        pipe = self.redis.pipeline(transaction=False)  # one round trip
         pipe.hgetall(player_key(player_id))  # the record is in the same hash
         pipe.zrange(live_of(player_id), 0, -1)
         if game_id is not None:

@@ -1,5 +1,5 @@
 """The Redis store's layout version and identity: what start-up, each purge and each probe
-check (issue 45), apart from the games' reads and writes (ttt/store/redis.py)."""
+check, apart from the games' reads and writes (ttt/store/redis.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ log = logging.getLogger("ttt.store")
 # eviction touches, and the list of migrations run (one JSON record each).
 SCHEMA_KEY = f"{PREFIX}schema"
 MIGRATIONS_KEY = f"{PREFIX}migrations"
-# The store's identity (issue 45): a random id written once, by the first process to find
+# The store's identity: a random id written once, by the first process to find
 # none (SET NX), and read back by every other. `ping` (each /healthz and scrape) checks it is
 # still there: a FLUSHDB, a Redis restarted without its data or another database is a store
 # down at the next probe, not a log line at the next purge. A backup carries it (a ttt: key),

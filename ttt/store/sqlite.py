@@ -55,7 +55,7 @@ log = logging.getLogger("ttt.store")
 PROBE_WRITE = ("INSERT INTO beats (name, at) VALUES ('probe', zeroblob(16384)) "
                "ON CONFLICT (name) DO UPDATE SET at = excluded.at")
 PROBE_FREE = "DELETE FROM beats WHERE name = 'probe'"
-# The store's identity (issue 45): a random number in `beats`, written by the first process
+# The store's identity: a random number in `beats`, written by the first process
 # to open the file and read by the others, with the file's device and inode. `ping` checks
 # both: a file deleted or replaced under running processes (which keep reading the old one
 # through their open descriptors) is a store down at the next probe.
@@ -183,7 +183,7 @@ class SqliteStore(SqlitePlayers):
     def cached(self, game_id: str) -> Match | None:
         """The copy of a game this process last wrote, or None: no SQL, and maybe stale
         (another process may have changed the row since), so good only for what no change
-        undoes: a game's mode, and that it is over (issue 28: the table skips a change that
+        undoes: a game's mode, and that it is over (the table skips a change that
         could not act on such a game)."""
         return self._cache.get(game_id)
 

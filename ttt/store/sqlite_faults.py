@@ -47,7 +47,7 @@ def begin_write(conn: sqlite3.Connection) -> None:
 
 class Use:
     """`with store._conn() as conn:` (a class, not a generator: it is on every store call's
-    path, issue 28)."""
+    path)."""
 
     __slots__ = ("_store", "_conn")
 

@@ -18,7 +18,7 @@ PROFILE = ("SELECT (SELECT name FROM players WHERE id = :p), "
            "(SELECT record FROM players WHERE id = :p), "
            f"(SELECT group_concat(id, ' ') FROM ({LIVE_OF}))")
 
-# Who has made a move (issue 41), one row each; forgotten with the player's profile.
+# Who has made a move, one row each; forgotten with the player's profile.
 PLAYED_TABLE = "CREATE TABLE IF NOT EXISTS played (id TEXT PRIMARY KEY)"
 
 

@@ -10,7 +10,7 @@ import threading
 # automatic checkpoints (1,000 pages), so in normal running it is overwritten in place. Cut
 # to 1 MiB at every checkpoint it grew again each time, and growing a file costs the kernel
 # a page at a time: a tenth of the threaded server's system time per event, a quarter of
-# the gevent worker's (issue 28).
+# the gevent worker's.
 # Only a log a held-up checkpoint let grow past this is cut back.
 WAL_LIMIT = 6 << 20
 
@@ -19,7 +19,7 @@ class Connections:
     """Connections to `path`, at most `size` kept open between uses.
 
     `take()` (or `get` and `put`) is on every store call's path, so it is a plain list
-    (issue 28): no generator, no queue with its conditions, no lock.
+    (the cheapest): no generator, no queue with its conditions, no lock.
     """
 
     def __init__(self, path: str, size: int = 4, wal: bool = True) -> None:

@@ -17,7 +17,7 @@ from ttt import workers
 from ttt.limits import Limits, open_limiter
 from ttt.store import open_store
 from ttt.table import Table
-from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (as before)
+from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (re-exported)
 from ttt.web.ops import logs, settings
 from ttt.web.ops.metered import MeteredStore
 from ttt.web.ops.metrics import Metrics, count_from_zero, observe_search, watch_queue

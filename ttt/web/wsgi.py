@@ -13,5 +13,5 @@ from ttt.web.realtime import housekeeping
 
 app = create_app()
 housekeeping.start(app)  # served: the clocks, leases, purges and waiting AI turns run
-gc.freeze()  # the app as loaded stays for good: the collector stops walking it (issue 28)
+gc.freeze()  # the app as loaded stays for good: the collector stops walking it
 app.extensions["ttt_drain"].serving = True  # /readyz: ready

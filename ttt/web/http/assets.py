@@ -28,7 +28,7 @@ from markupsafe import Markup
 from ttt.web.http import bundle
 
 YEAR = "public, max-age=31536000, immutable"
-# The stylesheets a page carries inline, so that nothing blocks its first paint (issue 42);
+# The stylesheets a page carries inline, so that nothing blocks its first paint;
 # the CSP names each by its hash.
 INLINE = ("css/app.css", "css/rtl.css")
 _CSS_COMMENT = re.compile(r"/\*.*?\*/\n?", re.S)

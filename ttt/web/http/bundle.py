@@ -1,7 +1,7 @@
 """A page's scripts as one file, and one more for the parts it loads later, made at start-up.
 
-A first visit over HTTP/1.1 fetched ~22 modules in four waves over six connections (issue 42:
-board-ready 4 s at a 400 ms round trip). A bundle holds an entry's static imports, each module a
+Unbundled, a first visit over HTTP/1.1 fetches ~22 modules in four waves over six connections
+(board-ready 4 s at a 400 ms round trip). A bundle holds an entry's static imports, each module a
 function in a registry run once, at its first `require`, in the order the imports name them
 (as the browser runs them); the entry's own code runs last, at the bundle's top level (so it may
 await). The modules its `import()`s reach, with what they import that the first file lacks, form

@@ -33,7 +33,7 @@ _SCRIPT_COMMENTS = re.compile(rb"^[ \t]*(?://[^\n]*|/\*(?:[^*]|\*(?!/))*\*/[ \t]
 
 def _without_comments(css: bytes) -> bytes:
     """A stylesheet as the browser reads it, without its comments (a third of app.css gzipped:
-    every language's first load must fit 100 kB, issue 35). The file on disk keeps them."""
+    every language's first load must fit 100 kB). The file on disk keeps them."""
     return _BLANK_LINES.sub(b"\n", _CSS_COMMENT.sub(b"", css))
 
 

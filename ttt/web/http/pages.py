@@ -109,7 +109,7 @@ def security_headers(response):
     """Headers on every answer: a strict CSP and friends."""
     if not (request.endpoint == "static" and response.mimetype in SUBRESOURCES):
         # A document's policies; a script, a stylesheet or a picture is no document (the
-        # browser ignores them there), and a first load is two dozen of those (issue 30).
+        # browser ignores them there), and a first load is two dozen of those.
         response.headers.setdefault("Content-Security-Policy",
                                     current_app.extensions.get("ttt_csp", CSP))
         response.headers["X-Frame-Options"] = "DENY"
@@ -123,7 +123,7 @@ def security_headers(response):
         response.headers.pop("Date", None)
     if request.endpoint == "static" and response.mimetype in SUBRESOURCES:
         # Nor their Accept-Ranges and Last-Modified (the ETag revalidates): ~70 bytes of each
-        # of ~25 answers of a first load, where every language's catalog must fit (issue 35).
+        # of ~25 answers of a first load, where every language's catalog must fit (100 kB).
         for name in ("Accept-Ranges", "Last-Modified"):
             response.headers.pop(name, None)
     return gzipping.compress(response)
@@ -155,8 +155,8 @@ def paced(view):
 def _page(game_id: str | None):
     """The game page, rendered once per language (and kind: home or a game's link) in this
     process, which is one version of the app; a game's link gets its id put in. Nothing in
-    it is per request: the CSP has no nonce, the cookie is a header (issue 41: a render was
-    ~17 ms of CPU, and one cookie's 56 pages a second took a process)."""
+    it is per request: the CSP has no nonce, the cookie is a header (a render is
+    ~17 ms of CPU: one cookie's 56 pages a second would take a process)."""
     pages = current_app.extensions.setdefault("ttt_pages", {})
     key = (i18n.current(), game_id is not None)
     page = pages.get(key)
@@ -280,7 +280,7 @@ def replay_ultimate(moves: str):
 
 
 def played_by(cells: list[int]) -> dict[str, Any] | None:
-    """Who played the game `?g=<id>` names, and when it ended, for its replay (issue 40):
+    """Who played the game `?g=<id>` names, and when it ended, for its replay:
     only while the game is stored and its moves are these (a link cannot name other players)."""
     game_id = request.args.get("g", "")
     match = get_store().get(game_id) if GAME_ID.fullmatch(game_id) else None
@@ -337,7 +337,7 @@ for _code in (403, 413, 429, 500):
 @bp.get("/manifest.webmanifest")
 def manifest():
     """The install manifest in the page's language (`hl`, which the page's link names; else the
-    request's): the installed app's name and description in the player's words (issue 42)."""
+    request's): the installed app's name and description in the player's words."""
     code = i18n._known(request.args.get("hl")) or i18n.current()
     source = json.loads((Path(current_app.static_folder) / "manifest.webmanifest").read_bytes())
     with force_locale(code):
@@ -361,9 +361,9 @@ def _watch_parts(state) -> None:
     app.extensions["ttt_metrics"].watch_parts(lambda: health.parts(app), lambda: health.lost(app))
 
 
-# What the service worker keeps for the app to open offline (issue 30): the page shell, the
+# What the service worker keeps for the app to open offline: the page shell, the
 # pages a visitor reads (the bots, the guide) and the static files a game or a replay needs:
-# the bundled scripts (assets.py), each at its versioned address (issue 42); the stylesheets
+# the bundled scripts (assets.py), each at its versioned address; the stylesheets
 # are inside the pages. Not the large icons (the browser has them once installed).
 PRECACHE_STATIC = ("icons/icon-192.png",)
 PRECACHE_PAGES = ("/", "/manifest.webmanifest")

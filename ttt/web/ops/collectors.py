@@ -1,6 +1,6 @@
 """The collectors behind an app's figures (`ttt.web.ops.metrics.Metrics`).
 
-The batched counter and histogram of the hot path (issue 28), and the figures read at scrape
+The batched counter and histogram of the hot path, and the figures read at scrape
 time: the thinker's crowd, the live connections and games, the registry's outside metrics.
 """
 
@@ -25,7 +25,7 @@ class Batched:
     `FOLD_AT` amounts (so the deque stays small with nobody scraping). Safe across threads:
     deque's append and popleft are atomic, so two folds never take one amount twice and an
     append during a fold is taken by it or by the next one; the folded sums go through the
-    library's own locked `inc`. Issue 28: an event's count and timings are one append each."""
+    library's own locked `inc`. So an event's count and timings are one append each."""
 
     FOLD_AT = 256
     _pending: deque | None = None  # a labelled parent has none: it counts nothing itself
@@ -63,7 +63,7 @@ class Batched:
 class Labelled(Batched, Counter):
     """A counter whose children are kept by their label values in a plain dict: counted on
     every event, it skips prometheus_client's lock and label checks after the first time
-    (issue 28). Children are never removed here, so the dict never goes stale."""
+    (it is on the hot path). Children are never removed here, so the dict never goes stale."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -89,7 +89,7 @@ class Labelled(Batched, Counter):
 
 
 class Timings(Batched, Histogram):
-    """A histogram whose observation is one append (issue 28: every event and every store
+    """A histogram whose observation is one append (every event and every store
     call is timed, and prometheus_client's `observe` takes two locks and walks the buckets).
     The observations are folded into the buckets in batches (`Batched`); exemplars take the
     library's path."""

@@ -1,17 +1,17 @@
 """Health per part: the store and the message queue, each checked on its own.
 
-`/healthz` answers 503 naming the part that is down; `/readyz` (issue 27) may call `parts`
+`/healthz` answers 503 naming the part that is down; `/readyz` may call `parts`
 too; `ttt_part_up{part}` reads the same checks at each scrape.
 
 - store: the store's `ping` (SQLite also tries a write after a write failed: a full or
   read-only disk reads fine and writes nothing).
 - queue: with a Redis message queue, its Redis answers a PING and this process's listener is
   subscribed (not cut and retrying). Without a queue, there is no such part.
-- ai: with remote AI workers (TTT_AI_QUEUE), at least one listens on the queue (issue 45: the
-  last one gone left /healthz green while every AI game waited). Not a reason for /readyz to
+- ai: with remote AI workers (TTT_AI_QUEUE), at least one listens on the queue (else, the
+  last one gone, /healthz stays green while every AI game waited). Not a reason for /readyz to
   refuse: classic games are served meanwhile. Local workers are started again on demand.
 
-The store's own identity is checked on every probe (issue 45): a wiped Redis or a replaced or
+The store's own identity is checked on every probe: a wiped Redis or a replaced or
 deleted SQLite file is the store down, and `lost` says why (ttt_store_lost).
 """
 

@@ -11,7 +11,7 @@ game id, the result code and the duration, and any more fields its caller names;
 the seat, the cell, the game's version (`rev`), the process id and a connection id (a hash of
 the socket id, never the id itself). Never a cookie, a token or a player's name.
 
-The access line is on every event's path, so it is cheap (issue 28): its fields travel as one
+The access line is on every event's path, so it is cheap: its fields travel as one
 dict, formatted only by the handler that writes them (`key=value` text or JSON keys of their
 own; seat, cell, rev and connection are worked out then, from what the event carried). In the
 served case (our handler alone, text format) the line is made as text directly, with no
@@ -144,7 +144,7 @@ def access(event: str, game: str | None, result: str, seconds: float, sid: str |
     if ours is not None and type(ours.formatter) is TextFormatter:
         # The served process's usual case: the text line itself, as TextFormatter would
         # make it of the record, with no record made, and made when it is written, after
-        # the answer went (issue 28: one line per event).
+        # the answer went (one line per event).
         ours.write_made(_text_line, (ours.formatter.stamp, time.time(), event, game, result,
                                      seconds, more), logging.INFO)
         return

@@ -10,11 +10,11 @@ The AI worker pool reports through `observe_search(seconds)` and `observe_wait(s
 queue is read at each scrape. Refused connections (`refused_connection(reason)`) and unhandled
 errors (`unhandled(where)`) are counted process-wide, wherever they happen.
 
-Cost on the hot path (issue 32): a store call is timed into `ttt_store_seconds{operation}`,
+Cost on the hot path: a store call is timed into `ttt_store_seconds{operation}`,
 one perf_counter pair and one observation into a child looked up once per operation name
 (about a microsecond a call; `python -m bench.metrics_cost` measures it). The event and store
 histograms are `Timings` (ttt.web.ops.collectors): an observation is one deque append, folded
-into the buckets in batches and at each scrape (issue 28).
+into the buckets in batches and at each scrape.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ log = logging.getLogger("ttt.metrics")
 
 # No `<name>_created` sample beside each counter and histogram child: nothing reads them
 # (rate() and increase() need no start time) and they were a third of a scrape's lines; the
-# counters at zero from start-up (issue 45) would have doubled them.
+# counters at zero from start-up would double them.
 disable_created_metrics()
 
 # Event latency in seconds: a move on loopback takes about a millisecond; an Ultimate AI
@@ -67,7 +67,7 @@ AI_WAIT = Histogram("ttt_ai_queue_wait_seconds", "Time an AI search waited in th
 # Store calls: a cached read takes microseconds, a write a millisecond, a stalled store seconds.
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                  0.5, 1.0, 2.5, 5.0)
-# One name with the connection cap of issue 27 (the same counter, by reason).
+# One name with the connection cap (the same counter, by reason).
 REFUSED = Counter("ttt_connections_refused", "Connections refused before they were served, "
                   "by reason (full: the process's cap; address: one address's cap; session: "
                   "no session cookie; player: too many tabs of one player).", ["reason"],
@@ -77,7 +77,7 @@ UNHANDLED = Counter("ttt_unhandled_errors", "Exceptions no handler expected (a b
 SERVER_ERRORS = Counter("ttt_http_server_errors", "HTTP answers with a 5xx status, by route "
                         "and status (the health probes' 503s apart, in "
                         "ttt_probe_failures_total).", ["route", "status"], registry=None)
-# A probe's 503 says a part is down (ttt_part_up says which): not a server error (issue 45).
+# A probe's 503 says a part is down (ttt_part_up says which): not a server error.
 PROBES = ("/healthz", "/readyz")
 PROBE_FAILURES = Counter("ttt_probe_failures", "Health probes answered 503 (a part down, "
                          "starting or draining), by probe.", ["probe"], registry=None)
@@ -240,7 +240,7 @@ def serve(app: Flask, metrics: Metrics) -> None:
 
 
 def count_from_zero(app: Flask, events: tuple[str, ...]) -> None:
-    """Give every counter an alert reads its known label values at 0, now (issue 45: a series
+    """Give every counter an alert reads its known label values at 0, now (a series
     born at its first count hides that count from `increase()`): errors by route and event,
     probes, refusals, store errors by operation; and the connection cap, exported."""
     from ttt.store.base import Store

@@ -6,7 +6,7 @@ is often the same Redis, still loading its dataset or refusing connections for a
 after the queue came back: a game whose read failed is tried again with a growing wait until
 it is sent, it is gone (deleted, or no room here shows it any more), or `GIVE_UP` passed
 (the next move sends its view anyway). One warning when a read first fails, one line at the
-end: never a line per try (issue 45: players missed their catch-up push after a restart).
+end: never a line per try (a read that fails once must not cost players their catch-up push).
 """
 
 from __future__ import annotations

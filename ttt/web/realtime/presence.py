@@ -151,7 +151,7 @@ class RedisSeats:
         # game -> (present, read at by the clock, good until by time.monotonic): `ride`'s.
         self._ridden: dict[str, tuple[tuple[dict[str, bool], int], float, float]] = {}
         with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
-            self._redis.ping()  # connected now: no event pays the handshake (issue 44)
+            self._redis.ping()  # connected now: no event pays the handshake
 
     @staticmethod
     def _key(game: str, mark: str) -> str:
@@ -160,7 +160,7 @@ class RedisSeats:
     def ride(self, game: str) -> tuple[list[tuple], Callable[[list], None]]:
         """The reads of `present` to send in the round trip of a write of `game` (the Redis
         store's `riders`), and what keeps their answers for `present` to give the event's
-        views (issue 44: a move was its write and one presence read per view)."""
+        views (else a move is its write and one presence read per view)."""
         now = self._clock()
         commands = [("ZCOUNT", self._key(game, mark), f"({now}", "+inf")
                     for mark in ("X", "O", WATCH)]
@@ -228,7 +228,7 @@ class RedisSeats:
     @unavailable_on_redis_errors
     def present(self, game: str) -> tuple[dict[str, bool], int]:
         """`online` and `watchers` in one round trip: the same three ZCOUNTs, one pipeline
-        (issue 28: a view made two round trips for them, and an event builds two or three);
+        (two round trips a view otherwise, and an event builds two or three);
         none when the event's write brought them (`ride`)."""
         ridden = self._ridden_present(game)
         if ridden is not None:
@@ -360,8 +360,8 @@ class Presence:
         each with whether its seats' presence did (False: only the number of watchers).
 
         Showing again the game and seats the connection already shows changes nothing
-        (issue 41: a spectator re-joining its game dropped and re-added its lease, and each
-        time every player and spectator was sent the whole game)."""
+        (else a spectator re-joining its game drops and re-adds its lease, and each
+        time every player and spectator is sent the whole game)."""
         with self._lock:
             conn = self._conns.get(sid)
             if conn is None:

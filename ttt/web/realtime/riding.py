@@ -1,5 +1,5 @@
-"""A connection's lease change sent in the round trip of the write that makes its game (issue
-44: a new game was its create, then one more round trip for the leases).
+"""A connection's lease change sent in the round trip of the write that makes its game (one
+round trip fewer than the create, then the leases).
 
 `plan` gives what the Redis store's write carries (`RedisStore.create(..., around=)`): the
 lease commands inside the write's script, run only if it writes (a refused create leaves the

@@ -18,7 +18,7 @@ from ttt.web.transport.admission import Admission
 
 class OrJson:
     """The `json` a packet encodes and decodes with: orjson, about ten times faster than the
-    json module on an answer (issue 28). The same JSON for every payload the server sends
+    json module on an answer. The same JSON for every payload the server sends
     (non-string keys become strings, as json makes them; text stays UTF-8 rather than
     `\\u` escapes); a client's packet is held to orjson's stricter reading (no NaN, integers
     within 64 bits: engine.io's json also refused huge integers)."""

@@ -1,10 +1,10 @@
-"""Budgets per address prefix for events and pages (issue 41), shared by all of a prefix's
+"""Budgets per address prefix for events and pages, shared by all of a prefix's
 cookies and connections.
 
-Events were limited per player (TTT_RATE_LIMIT, 20 a second) and connections per address
-(200): 150 cookies sending `join {}` made ~900 events a second from one address and moved
-another player's move p50 from 1.7 to 654 ms on `python app.py`. Pages had no limit at all: one
-cookie fetching `GET /` 56 times a second (~17 ms of CPU each) took a process.
+With events limited per player (TTT_RATE_LIMIT, 20 a second) and connections per address
+(200) alone, 150 cookies sending `join {}` make ~900 events a second from one address and move
+another player's move p50 from 1.7 to 654 ms on `python app.py`. Without a page limit, one
+cookie fetching `GET /` 56 times a second (~17 ms of CPU each) takes a process.
 
 Here, counted in this process's memory (what a flood costs is this process's CPU: a Redis
 round trip per event would cost every event more than the budget saves; with N processes an
@@ -50,7 +50,7 @@ NEWCOMER_PAGES = 5.0
 #: is never dropped there: it meets the seated players' reserve above).
 FRAME_TIMES = 2.0
 #: Accept-Language read at most this far, and this many languages of it: a browser sends a
-#: few (under 100 bytes); a 7.5 kB header made each page cost 47 ms instead of 18 (issue 41).
+#: few (under 100 bytes); a 7.5 kB header made each page cost 47 ms instead of 18.
 ACCEPT_LANGUAGE_BYTES = 256
 ACCEPT_LANGUAGE_ITEMS = 12
 

@@ -201,7 +201,7 @@ class FrameCheck:
         self._session = session
         self._max_bytes = max_bytes
         self._noted = False
-        self._budgets = budgets          # the address's event frames (issue 41)
+        self._budgets = budgets          # the address's event frames
         self._prefix_for = prefix_for
         self._prefix: str | None = None
 

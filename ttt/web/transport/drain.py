@@ -54,7 +54,7 @@ class Drain:
     def watch(self, name: str, handler: Callable[..., dict]) -> Callable[..., dict]:
         """The handler, counted in flight, measured and logged.
 
-        No lock on this path (issue 28): a connection's events run one after another
+        No lock on this path (every event takes it): a connection's events run one after another
         (`async_handlers=False`), so `busy` is a set, and the event and the drain each mark
         first and look second (the event: busy, then closing; the drain: closing, then busy).
         Whichever looks last sees the other's mark: an event never runs on a connection the

@@ -2,7 +2,7 @@
 
 It reads nothing of python-engineio beyond its public packet and payload decoders and the
 answers it sends; the defences that need Engine.IO's internals are in ttt/web/transport/defences.py,
-on top of ttt/web/transport/engine_hooks.py. Found by attacking this server (issue 11), on
+on top of ttt/web/transport/engine_hooks.py. Found by attacking this server, on
 python-engineio 4.15:
 
 - A long-polling POST that Engine.IO turns into a disconnect (a body over

@@ -3,10 +3,10 @@ whole request (its headers, then its body).
 
 Werkzeug starts a thread per accepted connection and waits for its headers and its body
 forever, and the admission layer (ttt/web/transport/admission.py) only sees a request once
-its headers are in. So half-sent requests (a slowloris) held a thread and a descriptor each
-until the process ran out of descriptors and answered nobody, /healthz included; once the
-headers had a deadline, a slow *body* did the same (1,000 `POST /api/bots` with
-`Content-Length: 4000` and a byte every 5 s held all 960 threads: issue 41). Here:
+its headers are in. So half-sent requests (a slowloris) hold a thread and a descriptor each
+until the process runs out of descriptors and answers nobody, /healthz included; with a
+deadline on the headers alone, a slow *body* does the same (1,000 `POST /api/bots` with
+`Content-Length: 4000` and a byte every 5 s hold all 960 threads). Here:
 
 - at most `cap` connections open in all (derived from the descriptor limit, like the
   Socket.IO cap: settings.connection_cap), and
@@ -182,7 +182,7 @@ class BoundedHandler(WSGIRequestHandler):
     disable_nagle_algorithm = True
     server: BoundedServer
     # "Server: ttt", not Werkzeug's and Python's versions: nothing for a scanner, and ~30
-    # bytes less on each of a first load's two dozen answers (issue 35's 100 kB, per language).
+    # bytes less on each of a first load's two dozen answers (100 kB at most, per language).
     server_version = "ttt"
     sys_version = ""
     _served = False
