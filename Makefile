@@ -61,7 +61,7 @@ test: $(STAMP) system
 test-deploy: $(STAMP) system
 	$(PY) -m pytest -m deploy tests/test_deploy.py tests/test_deploy_doc.py
 
-# On-call drills on a real server (issue 45, also in `make test`): a local AI worker killed,
+# On-call drills on a real server (also in `make test`): a local AI worker killed,
 # Redis stopped, the store wiped, a bug in an event; each seen by its alert's expression on a
 # real scrape, in /healthz and in one log line.
 drill: $(STAMP) system
@@ -101,7 +101,7 @@ bench-uttt: $(STAMP)
 load: $(STAMP)
 	$(PY) -m bench.load $(ARGS)
 
-# The game server against a bare echo server, threading and gunicorn + gevent (issue 15).
+# The game server against a bare echo server, threading and gunicorn + gevent.
 # Extra options through ARGS, e.g. make bench-server ARGS="--only gevent --json".
 bench-server: $(STAMP)
 	$(PY) scripts/bench_server.py $(ARGS)
@@ -126,7 +126,7 @@ capacity: $(STAMP)
 bench-flood: $(STAMP)
 	$(PY) -m bench.flood $(ARGS)
 
-# Issue 41's front-door attacks on `python app.py` (slow bodies, an event flood of 150 cookies,
+# The front-door attacks on `python app.py` (slow bodies, an event flood of 150 cookies,
 # a page flood of one cookie), an honest player from another address before and during each.
 # ARGS="--root /path/to/older/tree" for the before; through nginx: tests/test_deploy.py.
 bench-abuse: $(STAMP)
@@ -138,7 +138,7 @@ bench-front: $(STAMP) system
 	$(PY) -m bench.front $(ARGS)
 
 # N = 1, 2, 4, 8 gevent processes behind deploy/'s nginx on one Redis, python-socketio's queue
-# and the room queue side by side: moves/s, p50/p99 and the cluster's CPU per move (issue 44).
+# and the room queue side by side: moves/s, p50/p99 and the cluster's CPU per move.
 bench-cluster: $(STAMP) system
 	$(PY) -m bench.cluster $(ARGS)
 
@@ -147,22 +147,22 @@ bench-deploy: $(STAMP) system
 	$(PY) scripts/bench_deploy.py
 
 # A classic player's round trips quiet and beside ultimate hard searches, threading and gevent;
-# ultimate hard moves/s with 1, 2, 4 worker processes and through the Redis queue (issue 19).
+# ultimate hard moves/s with 1, 2, 4 worker processes and through the Redis queue.
 bench-ai-load: $(STAMP) system
 	$(PY) -m bench.ai_load $(ARGS)
 
-# A crowd of addresses against the Ultimate AI: the honest player's wait, busy answers (issue 33);
-# ARGS="--crowd analyses": the crowd asks Ultimate analyses instead (issue 41).
+# A crowd of addresses against the Ultimate AI: the honest player's wait, busy answers;
+# ARGS="--crowd analyses": the crowd asks Ultimate analyses instead.
 bench-ai-crowd: $(STAMP) system
 	$(PY) -m bench.ai_crowd $(ARGS)
 
 # 60 spectators re-joining a game at 53 joins/s: the players' pushes, an unrelated player's
-# p50/p99, quiet then crowd (issue 41); ARGS="--switch", "--mode gevent", "--root DIR".
+# p50/p99, quiet then crowd; ARGS="--switch", "--mode gevent", "--root DIR".
 .PHONY: bench-watching
 bench-watching: $(STAMP)
 	$(PY) -m bench.watching $(ARGS)
 
-# The event path on Redis behind a proxy adding 0.5 ms each way, and without it (issue 44): REF
+# The event path on Redis behind a proxy adding 0.5 ms each way, and without it: REF
 # (default 4eb4f08, in a temporary git worktree) against this tree, one client and 20 clients:
 # move p50/p99, new game p50, events/s (needs redis-server); ARGS="--pairs 3", "--mode gevent".
 .PHONY: bench-redis-rtt

@@ -27,7 +27,7 @@ def main() -> None:
     app = create_app()
     housekeeping.start(app)  # the clocks, leases, purges and waiting AI turns of a served app
     # Everything loaded so far (modules, the app, its tables) stays for the process's life:
-    # frozen, the cycle collector no longer walks it on every full pass (issue 28).
+    # frozen, the cycle collector skips it on every full pass.
     gc.freeze()
     # Through logging: one JSON line like every other with TTT_LOG_FORMAT=json.
     logging.getLogger("ttt.app").info("ttt: serving on http://%s:%s (store %s)", args.host,

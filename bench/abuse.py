@@ -1,11 +1,11 @@
-"""Issue 41's front-door attacks against `python app.py`, each with an honest player from
+"""The front-door attacks against `python app.py`, each with an honest player from
 another address measured in the same run, before and during (`make bench-abuse`).
 
 - slow bodies: 1,000 connections from one address, each `POST /api/bots` with
   `Content-Length: 4000` and one byte of body, against the server under the stock 1,024
   descriptors; `/healthz` from another address, 40 tries.
-- event flood: 150 cookies from one address sending `join {}`, 900 a second in all (the
-  issue's; `--rate 0`: as fast as one thread sends); the honest player's move p50/p99.
+- event flood: 150 cookies from one address sending `join {}`, 900 a second in all (as
+  measured; `--rate 0`: as fast as one thread sends); the honest player's move p50/p99.
 - page flood: one cookie fetching `GET /` 56 times a second (16 threads); the same.
 - front flood (`--only front`): 3,000 slow bodies from one address through deploy/'s nginx in
   front of two gunicorn processes and Redis; /healthz from another address, and the 429s.
@@ -262,7 +262,7 @@ def page_flood(server: FloodServer, honest: Honest, seconds: float, rate: float 
 
 class StockServer(FloodServer):
     """The server under the stock 1,024 descriptors (systemd's and a shell's default), as the
-    issue's slow-body attack found it."""
+    slow-body attack finds it."""
 
     def command(self) -> list[str]:
         return ["prlimit", "--nofile=1024:1024", *super().command()]

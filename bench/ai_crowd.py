@@ -12,11 +12,11 @@ plays on, thinking a second between moves; a classic player plays the perfect AI
 Printed: the honest player's AI reply (move sent to the AI's reply seen) p50/p95/max and the
 budgets its searches got, the classic player's move p99 before and during the crowd, the
 attackers let in and the `busy` answers, and anything lost (a reply that never came).
-Targets (issue 33): with 40 attacking addresses the honest p95 <= 2 s; the classic p99 within
-the issue-19 bound (1.5x its quiet p99 + 20 ms); nothing lost. On 2 cores the clients take CPU
+Targets: with 40 attacking addresses the honest p95 <= 2 s; the classic p99 within
+the AI pool's bound (1.5x its quiet p99 + 20 ms); nothing lost. On 2 cores the clients take CPU
 too: the bench prints, the simulated test (tests/test_ai_crowd.py) gates.
 
-`--crowd analyses` (issue 41): the K addresses ask Ultimate analyses instead, each playing a
+`--crowd analyses`: the K addresses ask Ultimate analyses instead, each playing a
 pass-and-play Ultimate game and asking `analyze` after every move (a new position each time,
 so nothing comes from the cache), at once again after each answer, two seconds after a
 `busy`. The honest `hard` reply is printed quiet (before the crowd) and during, p50/p90/max,

@@ -1,4 +1,4 @@
-"""Capacity at human pace: how many players one server process holds (issue 15).
+"""Capacity at human pace: how many players one server process holds.
 
     python -m bench.capacity [--only threading|gevent] [--max-players 3000] [--budget 240]
                              [--window 8] [--workers 2] [--limit-ms 100] [--refine 2]

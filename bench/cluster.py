@@ -1,5 +1,5 @@
 """The cluster's cost as processes grow: N gevent processes behind deploy/'s nginx, one Redis
-(issue 44, `make bench-cluster`).
+(`make bench-cluster`).
 
 For each N (1, 2, 4, 8 by default) and each queue (`plain`: python-socketio's RedisManager,
 every push to every process, TTT_QUEUE_BY_ROOM=0; `rooms`: ttt's room queue, a push only to
@@ -13,7 +13,7 @@ nginx's sticky hash) plus `--fast` players flat-out, perfect-AI games through th
 Printed per N and queue: moves a second, move p50/p99 (ms), and the cluster's total CPU per
 move: utime+stime (/proc/PID/stat) of every server process and Redis over the window,
 divided by the moves made (Redis's share shown too; nginx's apart, not in the total). The
-ratio N=max / N=1 is the target (issue 44: within 1.3x with the room queue). The machine's
+ratio N=max / N=1 is the target (within 1.3x with the room queue). The machine's
 load is printed with each row, and `idle`: the cluster's CPU in ms a second before anyone
 connects (what N processes and Redis cost doing nothing).
 

@@ -1,6 +1,6 @@
-"""A connection flood against one server process, threaded and gunicorn + gevent (issue 20).
+"""A connection flood against one server process, threaded and gunicorn + gevent.
 
-The attack of the issue: many cookies × 8 websockets from one client address, opened as fast
+The attack: many cookies × 8 websockets from one client address, opened as fast
 as one thread can, each completing the Socket.IO connect, then held (answering pings). Beside
 it, an honest player from another address keeps playing; the numbers are what was opened,
 held and refused, the server's threads and open files, and the honest player's move p99.
@@ -198,7 +198,7 @@ def healthz_ms(base: str) -> float | None:
 
 
 def flood(mode: str, cookies: int, per_cookie: int) -> dict[str, Any]:
-    """The issue's attack: cookies × per_cookie websockets from one address."""
+    """The attack: cookies × per_cookie websockets from one address."""
     env: dict[str, str] = {}
     with FloodServer(mode, env, worker_connections=4000 if mode == "gevent" else None) as server:
         idle = server_load(server)

@@ -1,4 +1,4 @@
-"""1,800 websockets from 10 addresses through the deploy/ front (issue 27).
+"""1,800 websockets from 10 addresses through the deploy/ front.
 
 The production stack on loopback, from deploy/'s own files (tests/stack.py changes only ports
 and paths): redis, two gunicorn gevent processes under the unit's LimitNOFILE (prlimit), and
@@ -8,7 +8,7 @@ websockets through nginx, every one completing the Socket.IO connect and answeri
 Reported: what was held after a ping round, each process's connections, /healthz and the
 page through the front while held, and the errors in nginx's and gunicorn's logs.
 
-`--stock` runs the same against the limits the issue found: 1,024 descriptors per process
+`--stock` runs the same against the stock limits: 1,024 descriptors per process
 (systemd's default) and Debian's 768 worker_connections; it is expected to fail.
 
     python -m bench.front [--sockets 1800] [--addresses 10] [--stock] [--json]

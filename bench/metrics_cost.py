@@ -1,4 +1,4 @@
-"""What the store-latency histogram costs a store call (issue 32): `python -m bench.metrics_cost`.
+"""What the store-latency histogram costs a store call: `python -m bench.metrics_cost`.
 
 The same MeteredStore over an in-memory store (the cheapest call there is, so the ratio is
 the worst case) with the per-call timing on and off, interleaved rounds; the difference per

@@ -3,7 +3,7 @@
     python -m bench.watching [--spectators 60] [--rate 53] [--seconds 15] [--switch]
                              [--mode threading|gevent] [--root PATH] [--json]
 
-Issue 41's scenario: two friends in a game (each from their own address) sit idle while
+The scenario: two friends in a game (each from their own address) sit idle while
 `--spectators` cookies from one address alternate `join {game}` and `join {}` at `--rate`
 joins a second in all. Beside them an unrelated honest player (another address) plays classic
 moves against the perfect AI, each move timed. Printed, quiet (before the crowd) and during:
@@ -11,8 +11,8 @@ the pushes a player received a second (all, and whole `game` views), the honest 
 p50/p99 and the server's CPU. Target: the players' pushes from watching at most one a second.
 `--switch`: each spectator alternates between the game and another one instead (every join
 then really changes the number of watchers).
-`--root` runs another source tree's server (`git archive <ref> | tar -x -C DIR` for the code
-before issue 41), so the same numbers can be read before and after.
+`--root` runs another source tree's server (`git archive <ref> | tar -x -C DIR` for an older
+tree's code), so the same numbers can be read before and after.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server's own cost: the game server against a bare echo server, side by side (issue 15).
+"""The server's own cost: the game server against a bare echo server, side by side.
 
     python scripts/bench_server.py [--moves 1500] [--clients 20] [--seconds 10] [--rounds 5]
                                    [--only threading|gevent] [--server-root PATH] [--quick]
@@ -19,7 +19,7 @@ echo, ...) so that drift on the machine hits both alike:
 Then the ratios game/echo of the p50 and of the throughput. Every loop is bounded in count and
 time; nothing here asserts a timing.
 
-`--ref` compares two checkouts (issue 28): the reference (a path, or a git revision checked out
+`--ref` compares two checkouts: the reference (a path, or a git revision checked out
 for the run in a temporary `git worktree`) and `--server-root`, measured as above in `--pairs`
 pairs whose order alternates (ref first, then this tree first, ...), so the machine's drift
 hits both. It prints, per set-up and checkout, the median over the pairs of the p50 ratio,

@@ -67,7 +67,7 @@ export function createArrivals({ state, view, show, join, settle, currentId, sta
       state.early.set(game.id, newest(state.early.get(game.id), view(game)));
     },
 
-    /** A game's number of watchers changed: a small push, at most one a second (issue 41). */
+    /** A game's number of watchers changed: a small push, at most one a second. */
     watched(push) {
       const game = state.game;
       if (game && push.game === game.id && game.watchers !== push.watchers) {

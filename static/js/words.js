@@ -212,7 +212,7 @@ export function describeStart(game, you) {
     return t("Practice from move {number} · not counted", { number: number(game.start + 1) });
   }
   const ultimate = game.variant === "ultimate" ? `${t("Ultimate")} · ` : "";
-  // A watcher reads who plays whom, a bot's game against the AI too (issue 40).
+  // A watcher reads who plays whom, a bot's game against the AI too.
   if (you === "spectator" && game.mode === "ai") {
     return ultimate + t("Watching {x} vs {o}",
       { x: seatName(game, "X", you), o: seatName(game, "O", you) });
