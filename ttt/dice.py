@@ -1,8 +1,8 @@
 """The AI's dice: `random.SystemRandom`'s draws, from the kernel's generator, read ahead.
 
 `SystemRandom` makes a system call (getrandom) for every draw, and CPython lets go of the
-interpreter's lock around it: on a busy threaded server each AI move handed the lock to
-another thread and waited to get it back. `Dice` reads the kernel's bytes
+interpreter's lock around it: on a busy threaded server each AI move would hand the lock to
+another thread and wait to get it back. `Dice` reads the kernel's bytes
 `CHUNK` at a time into a buffer of each thread (or greenlet) and draws from it: the same
 bytes, as unpredictable (they never leave the process), one system call per some hundred
 draws. A forked child starts with an empty buffer, never its parent's.

@@ -35,7 +35,7 @@ def abortable(match: Match) -> bool:
         # The person's moves since `start`, counted by ply: X makes the even plies and O the
         # odd ones, in both variants, and a cell once played keeps its mark, so this is the
         # count of played cells that show the person's mark (walking the board instead
-        # cost a pass per view; tests/test_leaving.py checks the two agree).
+        # would cost a pass per view; tests/test_leaving.py checks the two agree).
         side = SIDES.index(person)
         return len(range(match.start + (side - match.start) % 2, len(match.moves), 2)) < 2
     return match.opening

@@ -219,7 +219,7 @@ def _process_name() -> str | None:
 
 class Fold:
     """One warning that repeats while something is down, folded (unfolded, a 32 s Redis
-    outage wrote 13,324 "limits not checked" lines): the first occurrence is logged as it
+    outage writes 13,324 "limits not checked" lines): the first occurrence is logged as it
     comes, then at most one line every `every` seconds with the count since the last line,
     and `ok()` logs "<what> back after N s (M times)" once the episode is over. `ok()` costs
     one attribute read while nothing is wrong: call it on every success."""

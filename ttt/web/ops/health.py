@@ -8,7 +8,7 @@ too; `ttt_part_up{part}` reads the same checks at each scrape.
 - queue: with a Redis message queue, its Redis answers a PING and this process's listener is
   subscribed (not cut and retrying). Without a queue, there is no such part.
 - ai: with remote AI workers (TTT_AI_QUEUE), at least one listens on the queue (else, the
-  last one gone, /healthz stays green while every AI game waited). Not a reason for /readyz to
+  last one gone, /healthz stays green while every AI game waits). Not a reason for /readyz to
   refuse: classic games are served meanwhile. Local workers are started again on demand.
 
 The store's own identity is checked on every probe: a wiped Redis or a replaced or

@@ -1,5 +1,5 @@
 """A connection's lease change sent in the round trip of the write that makes its game (one
-round trip fewer than the create, then the leases).
+round trip, not the create and then one more for the leases).
 
 `plan` gives what the Redis store's write carries (`RedisStore.create(..., around=)`): the
 lease commands inside the write's script, run only if it writes (a refused create leaves the
