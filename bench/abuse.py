@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, help="another tree's server (the before)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=900.0,
-                        help="the event flood's events a second (the issue's ~900); 0: flat out")
+                        help="the event flood's events a second (as one flooder sent); 0: flat out")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     raise_nofile()

@@ -42,7 +42,7 @@ CLASSIC = {"mode": "ai", "you": "X", "level": "perfect"}
 LOCAL_ULTIMATE = {"mode": "local", "variant": "ultimate"}
 REPLY_TIMEOUT = 60.0
 RETRY_BUSY = 2.0
-REPLY_BOUND_MS = 1500.0  # ttt.thinker.REPLY_BOUND: a `hard` reply's documented bound
+REPLY_BOUND_MS = 1500.0  # ttt.pool.thinker.REPLY_BOUND: a `hard` reply's documented bound
 
 
 class CrowdServer(ServerProcess):

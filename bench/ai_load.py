@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--root", type=Path, help="the server from another source tree (e.g. "
-                        "a checkout from before issue 19), for a before/after")
+                        "a checkout of an older commit), for a before/after")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     machine = busy_cores()

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sockets", type=int, default=1800)
     parser.add_argument("--addresses", type=int, default=10)
     parser.add_argument("--stock", action="store_true",
-                        help="the limits the issue found (expected to fail)")
+                        help="nginx's stock limits, before the budgets (expected to fail)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not 1 <= args.addresses <= 200:

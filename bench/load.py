@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.common import ROOT, ServerProcess, connect_sync, fetch_cookie, percentile
-from ttt.rules import Board
+from ttt.rules.classic import Board
 
 LEVELS = ("easy", "medium", "hard", "perfect")
 CALL_TIMEOUT = 10.0     # one event's answer; longer counts as a failed call

@@ -190,7 +190,7 @@ def report(rows: list[dict], trees: dict[str, str], clients: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts.bench_server import checkout, source_state
+    from bench.checkouts import checkout, source_state
 
     parser = argparse.ArgumentParser(prog="bench.redis_rtt", description=__doc__.split("\n")[0])
     parser.add_argument("--ref", default="4eb4f08", help="a path or a git revision")

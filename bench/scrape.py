@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ttt.match import Match, create
+from ttt.game.match import Match, create
 from ttt.store import KINDS, open_store
 from ttt.store.codec import from_json
 
@@ -32,7 +32,7 @@ BATCH = 2000
 def games(live: int, finished: int) -> Iterator[Match]:
     """`live` live games then `finished` ended ones, the kinds dealt in turn, each its own
     players (fresh matches: no AI opening is searched)."""
-    from ttt.endings import abort, resign
+    from ttt.game.endings import abort, resign
 
     for n in range(live + finished):
         mode, variant = KINDS[n % len(KINDS)]

@@ -33,7 +33,7 @@ from bench.common import (  # noqa: E402 - after the path set-up above
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts.bench_server import checkout, source_state
+    from bench.checkouts import checkout, source_state
 
     parser = argparse.ArgumentParser(prog="bench.side_by_side",
                                      description=__doc__.split("\n\n")[0])

@@ -9,7 +9,7 @@ a fixed number of play-outs a move, a fresh tree every move, the most visited mo
 knows the rules and nothing else. Its strength is a play-out count, so a busy machine slows it
 but never weakens it.
 
-The level plays as the server plays it: each move through `ttt.thinker.search`, the function a
+The level plays as the server plays it: each move through `ttt.pool.thinker.search`, the function a
 worker runs, with the seconds the scheduler gives that level when nobody waits (wall-clock: a
 loaded machine weakens it) and the game's id, so whatever the worker keeps between moves of a
 game is kept here too. Games come in pairs on the same opening (one or two seeded random moves),
@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ttt.mcts import _Position  # noqa: E402 - after the path set-up above
-from ttt.rules import FULL  # noqa: E402
-from ttt.ultimate import CELLS, WON, UltimateBoard  # noqa: E402
+from ttt.ai.mcts import _Position  # noqa: E402 - after the path set-up above
+from ttt.rules.classic import FULL  # noqa: E402
+from ttt.rules.ultimate import CELLS, WON, UltimateBoard  # noqa: E402
 
 C = math.sqrt(2)
 
@@ -122,7 +122,8 @@ def _opening(seed: int, pair: int, plies: int) -> list[int]:
 
 def play(job: tuple) -> dict:
     """One game: the level against the reference (playouts) or another level; its record."""
-    from ttt import mcts, mcts_search, thinker
+    from ttt.ai import mcts, mcts_search
+    from ttt.pool import thinker
 
     index, level, ref, vs, seed, plies, cpu = job
     clock = time.thread_time if cpu else time.perf_counter

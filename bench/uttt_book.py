@@ -9,7 +9,7 @@ small board alike), is searched once by the engine's own search with a fixed pla
 symmetric copy of that position. The budget is a play-out count, so a busy machine makes the
 book slower to compute, never weaker. `--known` takes the positions a run's printed lines
 already give (a run stopped half way; those keep their budget, the rest get `--playouts`).
-`ttt.mcts_book` reads the file; `hard` plays from it at once.
+`ttt.ai.mcts_book` reads the file; `hard` plays from it at once.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ttt import mcts  # noqa: E402 - after the path set-up above
-from ttt.mcts_book import BOOK_PATH, key, symmetries  # noqa: E402
-from ttt.ultimate import UltimateBoard  # noqa: E402
+from ttt.ai import mcts  # noqa: E402 - after the path set-up above
+from ttt.ai.mcts_book import BOOK_PATH, key, symmetries  # noqa: E402
+from ttt.rules.ultimate import UltimateBoard  # noqa: E402
 
 
 def positions(plies: int) -> dict[tuple[int, ...], list[tuple[int, ...]]]:

@@ -39,7 +39,7 @@ app = create_app({"TESTING": True, "SECRET_KEY": "work", "TTT_RATE_LIMIT": 0,
 handler = logging.StreamHandler(open(os.devnull, "w"))
 try:
     from ttt.web.ops import logs
-    try:  # INFO lines batched, as a served process writes them (ttt.loglines)
+    try:  # INFO lines batched, as a served process writes them (ttt.runtime.loglines)
         handler = logs._Ours(open(os.devnull, "w"), 0.1)
     except TypeError:
         handler = logs._Ours(open(os.devnull, "w"))
@@ -90,7 +90,7 @@ def per_event(root: Path, base: int, events: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts.bench_server import checkout, source_state
+    from bench.checkouts import checkout, source_state
 
     parser = argparse.ArgumentParser(prog="bench.work", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", help="compare with this checkout: a path or a git revision")

@@ -18,8 +18,9 @@ os.environ.setdefault("TTT_ASYNC_MODE", "gevent")
 # Open connections (greenlets) one process holds at once: each connected player is one
 # websocket, plus short requests (pages, long-polls). It is per process, not per site:
 # a site with N ports holds N times as many. Past it, new connections wait in the backlog.
-# Just above TTT_MAX_OPEN_CONNECTIONS (2000 under gevent, measured by bench/flood.py: README
-# "Floods"), so the application answers a flood with 503 before gunicorn stops accepting.
+# Just above TTT_MAX_OPEN_CONNECTIONS (2000 under gevent, measured by bench/flood.py:
+# docs/benchmarks.md, "Floods"), so the application answers a flood with 503 before gunicorn
+# stops accepting.
 # Fewer when the descriptor limit (the unit's LimitNOFILE) would run out first: past it the
 # process could accept nothing, /healthz included ("Too many open files").
 try:
@@ -55,7 +56,7 @@ if os.environ.get("TTT_LOG_FORMAT", "").lower() == "json":
         "version": 1,
         "disable_existing_loggers": False,
         "root": {"level": "INFO", "handlers": []},
-        "formatters": {"json": {"()": "ttt.jsonlog.JsonFormatter"}},
+        "formatters": {"json": {"()": "ttt.runtime.jsonlog.JsonFormatter"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json",
                                 "stream": "ext://sys.stderr"}},
         "loggers": {

@@ -30,21 +30,17 @@ the throughput rounds), and each pair's figures. `make bench-compare REF=ecd23f1
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.checkouts import checkout, source_state  # noqa: E402
 from bench.common import (  # noqa: E402 - after the path set-up above
     MODES,
     ServerProcess,
@@ -87,17 +83,6 @@ def recorded_games(record: list[tuple[str, dict]], limit: int = 50) -> list[dict
 def move_bytes(record: list[tuple[str, dict]]) -> float | None:
     sizes = [wire_size(a) for e, a in record if e == "move"]
     return round(statistics.fmean(sizes), 1) if sizes else None
-
-
-def source_state(root: Path) -> str:
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "ttt",
-                                "app.py"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return (head or "unknown") + (" + uncommitted changes" if dirty.strip() else "")
 
 
 def measure_mode(mode: str, args: argparse.Namespace) -> dict:
@@ -228,24 +213,6 @@ def print_table(report: dict) -> None:
           "   busiest client process; others: cores used meanwhile by other processes)")
     for warning in report["warnings"]:
         print(f"  ! {warning}")
-
-
-@contextlib.contextmanager
-def checkout(ref: str) -> Iterator[Path]:
-    """A source tree of `ref`: the path itself, or a temporary worktree of that revision."""
-    if (Path(ref) / "app.py").is_file():
-        yield Path(ref).resolve()
-        return
-    here = Path(__file__).resolve().parents[1]
-    place = Path(tempfile.mkdtemp(prefix="ttt-ref-")) / "tree"
-    subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "--quiet",
-                    str(place), ref], check=True, timeout=120)
-    try:
-        yield place
-    finally:
-        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(place)],
-                       check=False, timeout=120)
-        shutil.rmtree(place.parent, ignore_errors=True)
 
 
 def median(values: list[float | None]) -> float | None:

@@ -2,7 +2,7 @@
 
 from functools import cache
 
-from ttt.rules import Board
+from ttt.rules.classic import Board
 
 
 @cache

@@ -7,11 +7,11 @@ import random
 import pytest
 
 from tests.servers import RedisServer, Remote, Server, close_all, need_binary
-from ttt.limits import Limits
+from ttt.master.limits import Limits
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
 from ttt.web import create_app, get_socketio
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def redis_url(redis_server):
 @pytest.fixture
 def stored_game(app):
     """The id of a friend game in the app's store (a live /g/<id> link)."""
-    from ttt.match import create
+    from ttt.game.match import create
 
     match = create("friend", "alice", 1000.0, game_id="a" * 22)
     app.extensions["ttt_store"].create(match)

@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ttt.rules import LINES
+from ttt.rules.classic import LINES
 
 AI = "ai"
 LEVELS = ("easy", "medium", "hard", "perfect")
@@ -46,7 +46,7 @@ def other(mark: str) -> str:
 
 
 def outcome(moves: list[int]) -> tuple[str | None, bool]:
-    """(winner, over) after these moves, computed without ttt.rules."""
+    """(winner, over) after these moves, computed without ttt.rules.classic."""
     cells = ["."] * 9
     for i, cell in enumerate(moves):
         cells[cell] = "XO"[i % 2]

@@ -50,7 +50,7 @@ class Server:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # Log lines written as they come (a served process batches INFO lines up to 0.1 s,
-        # ttt.loglines): tests read a server's log by marks. The batching has its own tests.
+        # ttt.runtime.loglines): tests read a server's log by marks. The batching has its own tests.
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "TTT_LOG_FLUSH_SECONDS": "0",
                     **(env or {})}
         self.log = log

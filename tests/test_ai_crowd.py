@@ -12,7 +12,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Callable
 
-from ttt.thinker import REPLY_BOUND, Scheduler, Task, Ticket
+from ttt.pool.thinker import REPLY_BOUND, Scheduler, Task, Ticket
 
 COST_BEYOND_BUDGET = 0.03  # a simulated search takes its budget and this much more
 WORKERS = 2
@@ -161,10 +161,10 @@ def test_past_capacity_a_new_hard_game_is_busy_naming_the_level_that_starts():
     game and a move in a running game all go on."""
     from tests.conftest import Clock
     from tests.test_table import Person
-    from ttt.limits import Limits
+    from ttt.master.limits import Limits
+    from ttt.master.presence import MemorySeats, Presence
+    from ttt.master.table import Table
     from ttt.store import open_store
-    from ttt.table import Table
-    from ttt.web.realtime.presence import MemorySeats, Presence
 
     clock = Clock()
     pool = Scheduler([], slots=1)  # no worker: searches wait, nothing runs

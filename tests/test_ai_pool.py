@@ -14,13 +14,13 @@ import requests
 
 from tests.servers import ROOT, Log, Remotes, Server
 from tests.test_security import Gunicorn, need_module
-from ttt.limits import Limits
+from ttt.master.limits import Limits
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
+from ttt.pool.thinker import Scheduler, search
+from ttt.pool.workers import queue_name
 from ttt.store import open_store
-from ttt.table import Table
-from ttt.thinker import Scheduler, search
 from ttt.web import create_app, get_socketio, get_table
-from ttt.web.realtime.presence import MemorySeats, Presence
-from ttt.workers import queue_name
 
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ttt.thinker import Task
-from ttt.ultimate import UltimateBoard
+from ttt.pool.thinker import Task
+from ttt.rules.ultimate import UltimateBoard
 from ttt.web import create_app, get_table
 
 TOKEN = "trees-test-token"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ttt import analysis
-from ttt.rules import Board, CellOccupied, GameOver, InvalidCell
+from ttt.ai import analysis
+from ttt.rules.classic import Board, CellOccupied, GameOver, InvalidCell
 
 # --- analyze --------------------------------------------------------------------------------------
 

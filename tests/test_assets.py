@@ -142,7 +142,7 @@ def test_the_status_and_its_detail_are_in_the_first_paint(client):
     client.get("/?lang=en")
     with client.session_transaction() as session:
         player = session["pid"]
-    from ttt.match import create
+    from ttt.game.match import create
     from ttt.web.extensions import get_store
     with client.application.app_context():
         match = create("friend", player, 0.0, you="X")

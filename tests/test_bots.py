@@ -28,13 +28,13 @@ from ttt.bots import (
 from ttt.bots.book import MemoryBook, SqliteBook, open_book, register
 from ttt.bots.redis_book import RedisBook
 from ttt.bots.referee import BotRules, with_deadline
-from ttt.limits import Limits
-from ttt.match import AI, create, play
-from ttt.services import Services
+from ttt.game.match import AI, create, play
+from ttt.master.limits import Limits
+from ttt.master.presence import Presence
+from ttt.master.services import Services
+from ttt.pool.thinker import Inline
 from ttt.store import open_store
 from ttt.store.memory import MemoryStore
-from ttt.thinker import Inline
-from ttt.web.realtime.presence import Presence
 
 
 def test_a_token_has_256_random_bits_and_only_its_hash_is_kept():
@@ -110,7 +110,7 @@ def test_a_bots_clock_waits_for_the_open_seat_of_its_link_to_fill():
     bot, person = new_player_id(), "p" * 22
     link = create("friend", bot, 0.0, you="X")
     assert with_deadline(None, link, 10).deadline is None
-    from ttt.match import take_seat
+    from ttt.game.match import take_seat
     joined = take_seat(link, person, 50.0)
     assert with_deadline(link, joined, 10).deadline == 60.0
 
@@ -135,15 +135,15 @@ def test_the_bot_rules_count_a_bot_game_lost_on_time_and_rate_bot_games_once():
     ai_game = create("ai", a.player, 0.0, you="X", level="easy")
     referee.create(ai_game)
     assert store.get(ai_game.id).deadline == 5.0
-    from ttt.match import time_out
+    from ttt.game.match import time_out
     referee.write(ai_game.id, lambda m: time_out(m, 6.0))
     assert store.get(ai_game.id).reason == "time"
     assert store.record(a.player)["easy"]["losses"] == 1
     duel = create("friend", a.player, 0.0, you="X").changed(0.0, seats={"X": a.player,
                                                                           "O": b.player})
     referee.create(duel)
-    from ttt.endings import resign
-    from ttt.match import play
+    from ttt.game.endings import resign
+    from ttt.game.match import play
     referee.write(duel.id, lambda m: play(m, a.player, 0, 0.5))  # both moved: rated
     referee.write(duel.id, lambda m: play(m, b.player, 4, 0.6))
     referee.write(duel.id, lambda m: resign(m, b.player, 1.0))

@@ -12,7 +12,7 @@ from pathlib import Path
 import ttt.bots.sdk
 from ttt.bots import bundle
 from ttt.bots.sdk import Mover, Runner, draw_board, explain, judge
-from ttt.web.http.botpages import SDK_DEFAULT
+from ttt.web.bots.pages import SDK_DEFAULT
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -106,7 +106,7 @@ class Meter:
                         id(self.table.limiter): self.table.limiter}.values():
             if hasattr(limiter, "_lock"):
                 limiter._lock = CountingLock(self._live_counts())
-        # Views are built by the table's Views (ttt/views.py) since the table was split:
+        # Views are built by the table's Views (ttt/master/views.py) since the table was split:
         # counted there, where every view (answers and pushes alike) is made.
         views = getattr(self.table, "views", self.table)
         monkeypatch.setattr(views, "view", self._counted("views", views.view))
@@ -276,7 +276,7 @@ def _with_live_games(meter: Meter, count: int) -> Any:
     of creations), both seats taken."""
     import time
 
-    from ttt.match import create, take_seat
+    from ttt.game.match import create, take_seat
 
     me = meter.player()
     player = list(meter.table.presence._conns.values())[-1].player

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from ttt.replies import Push
+from ttt.master.replies import Push
 from ttt.store import StoreUnavailable
+from ttt.web.bots.hub import Hub
 from ttt.web.realtime import catchup
-from ttt.web.realtime.hub import Hub
 
 
 class FlakyStore:

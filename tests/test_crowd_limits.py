@@ -10,10 +10,10 @@ import pytest
 
 from tests.conftest import Clock
 from tests.test_table import Person
-from ttt.limits import Limits, MemoryLimiter
+from ttt.master.limits import Limits, MemoryLimiter
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 SCHOOL = "192.0.2.7"  # one address in front of many people
 
@@ -104,7 +104,7 @@ def test_the_live_game_cap_of_an_address_says_so():
 
 
 def test_an_ipv6_64_is_one_address_and_ipv4_is_whole():
-    from ttt.limits import prefix_of
+    from ttt.master.limits import prefix_of
 
     assert prefix_of("2001:db8:1:2:aaaa::1") == prefix_of("2001:db8:1:2:ffff:1:2:3")
     assert prefix_of("2001:db8:1:2::1") != prefix_of("2001:db8:1:3::1")
@@ -133,7 +133,7 @@ def test_every_store_says_which_live_game_cap_answered(any_store):
     a create refused this way leaves nothing behind."""
     from dataclasses import replace
 
-    from ttt.match import create
+    from ttt.game.match import create
     from ttt.store import CapReached, Caps
 
     caps = Caps(per_player=1, total=100, per_origin=2)

@@ -1,4 +1,4 @@
-"""The AI's dice (ttt.dice): SystemRandom's draws, fair, one system call per many draws."""
+"""The AI's dice (ttt.ai.randomness): SystemRandom's draws, fair, one system call per many draws."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from ttt import dice
-from ttt.dice import Dice
+from ttt.ai import randomness
+from ttt.ai.randomness import Dice
 
 
 def test_draws_are_in_range_and_fair_enough():
@@ -30,7 +30,7 @@ def test_draws_are_in_range_and_fair_enough():
 def test_the_kernel_is_asked_once_per_buffer_not_per_draw(monkeypatch):
     reads: list[int] = []
     real = os.urandom
-    monkeypatch.setattr(dice.os, "urandom", lambda n: reads.append(n) or real(n))
+    monkeypatch.setattr(randomness.os, "urandom", lambda n: reads.append(n) or real(n))
     rng = Dice()
     for _ in range(100):
         rng.choice(range(9))

@@ -114,7 +114,7 @@ def log_lines(path, needle: str) -> list[dict]:
 
 
 def worker_pids(server: Server) -> list[int]:
-    done = subprocess.run(["pgrep", "-P", str(server.proc.pid), "-f", "ttt.workers"],
+    done = subprocess.run(["pgrep", "-P", str(server.proc.pid), "-f", "ttt.pool.workers"],
                           capture_output=True, text=True)
     return [int(pid) for pid in done.stdout.split()]
 

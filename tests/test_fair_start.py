@@ -11,9 +11,9 @@ import pytest
 
 from tests.servers import Remote, Server, close_all
 from tests.test_table import Person, friends, pushed, started
-from ttt.replies import room
+from ttt.master.presence import MemorySeats, RedisSeats
+from ttt.master.replies import room
 from ttt.web import get_socketio
-from ttt.web.realtime.presence import MemorySeats, RedisSeats
 
 
 def test_no_claim_while_the_absent_side_has_never_moved_abort_instead(table, clock):

@@ -69,12 +69,12 @@ from tests.fuzz_model import (
     solve,
     versions,
 )
-from ttt import wire
-from ttt.rules import Board
+from ttt.game import view
+from ttt.master.presence import MemorySeats, Presence
+from ttt.rules.classic import Board
 from ttt.store.codec import to_json
 from ttt.web import create_app, get_socketio, get_table
 from ttt.web.extensions import get_publisher
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 class TicTacToeMachine(RuleBasedStateMachine):
@@ -1146,7 +1146,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
     @invariant()
     def every_game_is_consistent(self) -> None:
         for game in self.games.values():
-            public = wire.public(self.store.get(game.id))
+            public = view.public(self.store.get(game.id))
             moves = public["moves"]
             assert len(set(moves)) == len(moves), f"a cell played twice: {moves}"
             assert all(type(c) is int and 0 <= c <= 8 for c in moves)
@@ -1207,7 +1207,7 @@ class TicTacToeMachine(RuleBasedStateMachine):
 
     @staticmethod
     def _handed_a_lost_position(game) -> bool:
-        from ttt import solver
+        from ttt.ai import solver
 
         board = Board.from_moves(game.moves[: game.start])
         ai_mark = "X" if game.seats["X"] == AI else "O"
@@ -1254,9 +1254,9 @@ test_events_against_the_model = TicTacToeMachine.TestCase
 
 def _table_of_two():
     """The master with a fake clock, and two players' event senders."""
-    from ttt.limits import Limits
+    from ttt.master.limits import Limits
+    from ttt.master.table import Table
     from ttt.store import open_store
-    from ttt.table import Table
 
     clock = Clock()
     table = Table(open_store("memory://"), Presence(MemorySeats(clock), clock), clock=clock,
@@ -1300,7 +1300,7 @@ def test_found_old_game_not_pushed_after_rematch() -> None:
 
 
 def test_the_referee_agrees_with_the_rules() -> None:
-    """The test's own referee and solver, checked once against ttt.rules."""
+    """The test's own referee and solver, checked once against ttt.rules.classic."""
     rng = random.Random(7)
     for _ in range(300):
         moves: list[int] = []

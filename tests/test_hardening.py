@@ -9,10 +9,10 @@ import time
 import pytest
 
 from tests.servers import Remote, Server, close_all
-from ttt.match import create
+from ttt.game.match import create
+from ttt.master.presence import FORGET_AFTER, MemorySeats
 from ttt.store import open_store
 from ttt.web import create_app
-from ttt.web.realtime.presence import FORGET_AFTER, MemorySeats
 
 
 @pytest.mark.parametrize("path", ["/r/²", "/r/٣", "/r/１２", "/r/40812%0A",
@@ -49,7 +49,7 @@ def test_the_sqlite_file_is_owner_only_and_its_wal_is_truncated(tmp_path):
     path = tmp_path / "games.sqlite3"
     store = open_store(f"sqlite:///{path}")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    from ttt.match import create
+    from ttt.game.match import create
 
     for _ in range(300):
         store.create(create("local", "p" * 22, time.time()))

@@ -234,7 +234,7 @@ def test_no_page_words_are_left_unmarked():
 
 
 def test_refusals_a_person_reads_are_marked():
-    """The page shows a not_allowed refusal's message: each is marked N_ (ttt.replies)."""
+    """The page shows a not_allowed refusal's message: each is marked N_ (ttt.master.replies)."""
     problems = []
     for path in sorted((ROOT / "ttt").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -82,8 +82,8 @@ def _bot_errors(tree: ast.AST):
 
 # The bot API's answers to programs (a bad JSON body, a ladder request, the command line): read
 # by whoever wrote the program, never shown on a page.
-FOR_PROGRAMS = {"ttt/web/http/api.py", "ttt/web/http/ladder.py", "ttt/bots/cli.py",
-                "ttt/web/http/botkit.py:payload"}
+FOR_PROGRAMS = {"ttt/web/bots/api.py", "ttt/web/bots/ladder.py", "ttt/bots/cli.py",
+                "ttt/web/bots/kit.py:payload"}
 
 
 def test_every_refusal_a_person_can_read_is_marked_and_has_no_baked_in_values():

@@ -158,12 +158,12 @@ def test_the_walker_sees_a_cycle_through_a_function_and_not_under_type_checking(
 
 def test_the_bot_pages_share_a_kit_not_the_api_blueprint():
     """api.py is only a blueprint: the bot pages and the ladder import their helpers from
-    ttt.web.http.botkit, and nothing but the wiring (ttt.web.http.botsite) imports the API."""
+    ttt.web.bots.kit, and nothing but the wiring (ttt.web.bots.site) imports the API."""
     found = graph()
-    importers = {m for m, targets in found.items() if "ttt.web.http.api" in targets}
-    assert importers == {"ttt.web.http.botsite"}
-    for page in ("ttt.web.http.botmaking", "ttt.web.http.botpages", "ttt.web.http.ladder"):
-        assert "ttt.web.http.botkit" in found[page]
+    importers = {m for m, targets in found.items() if "ttt.web.bots.api" in targets}
+    assert importers == {"ttt.web.bots.site"}
+    for page in ("ttt.web.bots.making", "ttt.web.bots.pages", "ttt.web.bots.ladder"):
+        assert "ttt.web.bots.kit" in found[page]
 
 
 def test_the_hub_is_kept_in_the_app_and_hears_every_push_through_the_one_publisher():

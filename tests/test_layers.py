@@ -8,13 +8,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
-                "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
-                "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
-                "ttt.services", "ttt.steps", "ttt.creations",
-                "ttt.mcts", "ttt.mcts_position", "ttt.mcts_search", "ttt.mcts_trees",
-                "ttt.mcts_book", "ttt.variants", "ttt.store", "ttt.store.codec", "ttt.dice",
-                "ttt.loglines")
+PURE_MODULES = (
+    "ttt.runtime.fingerprint", "ttt.runtime.loglines", "ttt.runtime.jsonlog",
+    "ttt.runtime.translation",
+    "ttt.rules.classic", "ttt.rules.ultimate",
+    "ttt.ai.solver", "ttt.ai.levels", "ttt.ai.analysis", "ttt.ai.randomness", "ttt.ai.mcts",
+    "ttt.ai.mcts_position", "ttt.ai.mcts_search", "ttt.ai.mcts_trees", "ttt.ai.mcts_book",
+    "ttt.game.variants", "ttt.game.match", "ttt.game.endings", "ttt.game.view",
+    "ttt.store", "ttt.store.codec",
+    "ttt.master.table", "ttt.master.replies", "ttt.master.views", "ttt.master.ai_turns",
+    "ttt.master.endgame", "ttt.master.clocks", "ttt.master.payloads", "ttt.master.services",
+    "ttt.master.steps", "ttt.master.creations",
+)
 FORBIDDEN = ("flask", "flask_socketio", "socketio", "engineio", "redis", "sqlite3")
 
 PROBE = f"""
@@ -42,9 +47,69 @@ def test_engine_and_match_modules_import_no_web_database_or_redis_packages():
     assert report["loaded"] == []
 
 
+# --- the packages of ttt/ on floors ----------------------------------------------------------
+
+# Bottom to top: a package imports its own modules and those of the floors below it, never one
+# beside it or above it (docs/DESIGN.md, "The layout"). `ttt` (empty) and `ttt.__main__` (the
+# command line) stand on top.
+FLOORS = (("runtime",), ("rules",), ("ai",), ("game",), ("pool", "store"), ("bots",),
+          ("master",), ("web",))
+FLOOR = {package: level for level, packages in enumerate(FLOORS) for package in packages}
+TOP = {"ttt", "ttt.__main__"}
+
+
+def package_of(module: str) -> str:
+    return module.split(".")[1]
+
+
+def test_every_module_of_ttt_lives_in_a_package_of_a_floor():
+    from tests.test_import_cycles import modules
+
+    loose = sorted(m for m in modules() if m not in TOP and package_of(m) not in FLOOR)
+    assert loose == [], loose
+    assert {package_of(m) for m in modules() if m not in TOP} == set(FLOOR)
+
+
+def test_each_package_imports_only_the_floors_below_it():
+    from tests.test_import_cycles import graph
+
+    found = graph(typed=True)  # imports only a type checker reads count too
+    wrong = sorted(
+        f"{m} -> {t}" for m, targets in found.items() if m not in TOP for t in targets
+        if t in TOP or (package_of(t) != package_of(m)
+                        and FLOOR[package_of(t)] >= FLOOR[package_of(m)]))
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_the_ground_floor_needs_only_the_standard_library():
+    probe = ("import sys, json\n"
+             "before = set(sys.modules)\n"
+             "import ttt.runtime.fingerprint, ttt.runtime.loglines, ttt.runtime.jsonlog, "
+             "ttt.runtime.translation\n"
+             "print(json.dumps(sorted({n.split('.')[0] for n in set(sys.modules) - before})))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stdout)) - {"ttt"}
+    assert loaded <= set(sys.stdlib_module_names), sorted(loaded - set(sys.stdlib_module_names))
+
+
+def test_modules_that_find_the_checkout_find_it_from_their_floor():
+    """A module that names the checkout's root counts its folders up from where it stands: the
+    code fingerprint hashes ROOT/ttt, and a worker process starts in ROOT."""
+    from ttt import web
+    from ttt.bots import cli
+    from ttt.pool import workers
+    from ttt.runtime import fingerprint
+    from ttt.web.bots import pages
+
+    assert fingerprint.ROOT == workers.ROOT == cli.ROOT == web.ROOT == ROOT
+    assert pages.EXAMPLES.is_dir()
+
+
 # --- ttt/web/ in rooms (issue 36): which room may import which -------------------------------
 
-ROOMS = ("transport", "realtime", "http", "ops")
+ROOMS = ("transport", "realtime", "http", "bots", "ops")
 # What each room may import of the others (besides itself, and ttt.web's own modules):
 # the transport sits under the game, the real-time side under the pages; settings, logs and
 # metrics are leaves every room uses, and health reads the transport's queue listener.
@@ -52,6 +117,7 @@ MAY_IMPORT = {
     "transport": {"ops"},
     "realtime": {"transport", "ops"},
     "http": {"realtime", "transport", "ops"},
+    "bots": {"http", "realtime", "transport", "ops"},
     "ops": {"transport"},
 }
 LEAVES = {"ttt.web.ops.settings", "ttt.web.ops.logs", "ttt.web.ops.metrics",
@@ -77,10 +143,14 @@ def test_each_room_of_the_web_layer_imports_only_the_rooms_below_it():
     leaning = sorted(f"{m} -> {t}" for m in LEAVES for t in found[m]
                      if t.startswith("ttt.web") and t not in LEAVES)
     assert leaning == [], "\n".join(leaning)
-    # Only the factory (ttt.web) wires the HTTP side in; nothing below it reaches up.
-    up = sorted(m for m, targets in found.items() if room_of(m) != "http"
+    # Only the factory (ttt.web) and the bot room (its pages are pages) reach the HTTP side;
+    # only the factory wires the bot room in.
+    up = sorted(m for m, targets in found.items() if room_of(m) not in ("http", "bots")
                 and any(room_of(t) == "http" for t in targets))
     assert up == ["ttt.web"], up
+    wiring = sorted(m for m, targets in found.items() if room_of(m) != "bots"
+                    and any(room_of(t) == "bots" for t in targets))
+    assert wiring == ["ttt.web"], wiring
 
 
 # --- rooms within size (issue 43) -----------------------------------------------------------

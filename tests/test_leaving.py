@@ -9,12 +9,12 @@ import contextlib
 import pytest
 
 from tests.test_table import Person  # `clock` and `table`: tests/conftest.py
-from ttt.limits import Limits
+from ttt.master.limits import Limits
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
 from ttt.web import create_app
 from ttt.web.realtime import housekeeping
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 PERFECT = {"mode": "ai", "you": "X", "level": "perfect"}
 
@@ -248,8 +248,8 @@ def test_abortable_counts_the_persons_moves_as_the_board_shows_them(variant):
     import random
     from dataclasses import replace
 
-    from ttt.endings import abortable
-    from ttt.match import AI, create
+    from ttt.game.endings import abortable
+    from ttt.game.match import AI, create
 
     dice = random.Random(5)
     for _ in range(200):

@@ -1,14 +1,15 @@
-"""One limiter for every limit (ttt/limits.py), in memory and in Redis; the admission gate."""
+"""One limiter for every limit (ttt/master/limits.py), in memory and in Redis; the admission
+gate."""
 
 from __future__ import annotations
 
 import pytest
 
-from ttt.limits import Limits, MemoryLimiter, RedisLimiter
-from ttt.match import MatchError, create
+from ttt.game.match import MatchError, create
+from ttt.master.limits import Limits, MemoryLimiter, RedisLimiter
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
-from ttt.web.realtime.presence import MemorySeats, Presence
 from ttt.web.transport.admission import Admission
 
 
@@ -130,7 +131,7 @@ def test_a_rename_is_rate_limited_and_rewrites_a_bounded_batch():
 
 
 def test_names_are_normalised_and_need_something_visible():
-    from ttt.payloads import clean_name
+    from ttt.master.payloads import clean_name
 
     assert clean_name("Ｂｏｂ") == "Bob" and clean_name("👩\u200d💻") == "👩\u200d💻"
     for blank in ("\u3164", "\u2800", "\u200d", "\uffa0 \u115f", "\ufdfa" * 2):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from ttt import loglines
+from ttt.runtime import loglines
 
 
 class Clock:

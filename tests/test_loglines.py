@@ -1,4 +1,4 @@
-"""Log lines made cheaply (ttt.loglines, issue 28): INFO lines batched, nothing lost or
+"""Log lines made cheaply (ttt.runtime.loglines, issue 28): INFO lines batched, nothing lost or
 reordered, WARNING at once, the direct access line the same as logging's own."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ttt import loglines
+from ttt.runtime import loglines
 from ttt.web.ops import logs
 
 

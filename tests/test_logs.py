@@ -183,7 +183,7 @@ def test_every_line_of_a_queue_worker_is_json(redis_url):
 def test_a_line_logged_while_a_request_is_served_carries_the_fronts_request_id(app):
     """Issue 45: nginx's `$request_id` (X-Request-Id) in the JSON lines of that request, only
     while it is served, and only when it is a plain id (never a client's bytes)."""
-    from ttt.jsonlog import JsonFormatter
+    from ttt.runtime.jsonlog import JsonFormatter
     from ttt.web.ops import logs
 
     def line() -> dict:

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from ttt import wire
-from ttt.endings import abandon, abort, claim, decline, offer_rematch, rematch, resign
-from ttt.match import (
+from ttt.game import view
+from ttt.game.endings import abandon, abort, claim, decline, offer_rematch, rematch, resign
+from ttt.game.match import (
     AI,
     FIRST_MOVE,
     Match,
@@ -26,9 +26,9 @@ from ttt.match import (
     take_seat,
     time_out,
 )
+from ttt.game.view import allowed
 from ttt.store import codec
 from ttt.store.codec import from_json, to_json
-from ttt.wire import allowed
 
 NOW = 1000.0
 
@@ -76,7 +76,7 @@ def test_game_over_refuses_moves_and_reports_the_line():
     match = create("local", "alice", NOW)
     for cell in (0, 3, 1, 4, 2):
         match = play(match, "alice", cell, NOW)
-    public = wire.public(match)
+    public = view.public(match)
     assert public["status"] == "won" and public["winner"] == "X" and public["line"] == [0, 1, 2]
     assert public["reason"] == "line" and public["turn"] is None
     assert code_of(play, match, "alice", 8, NOW) == "game_over"
@@ -91,7 +91,7 @@ def test_local_game_lets_the_one_player_move_for_both_sides():
 
 def test_friend_seat_goes_to_the_first_other_player_then_spectators():
     match = create("friend", "alice", NOW, you="O")
-    assert wire.public(match)["seats"] == {"X": "open", "O": "human"}
+    assert view.public(match)["seats"] == {"X": "open", "O": "human"}
     assert take_seat(match, "alice", NOW) is match
     match = take_seat(match, "bob", NOW)
     assert match.role("bob") == "X"
@@ -107,8 +107,8 @@ def test_claim_needs_a_friend_game_and_the_wait_over_on_either_turn():
     assert code_of(claim, match, "alice", None, NOW) == "not_allowed"
     assert code_of(claim, match, "carol", 0.0, NOW) == "spectator"
     won = claim(match, "alice", 0.0, NOW)
-    assert wire.public(won)["status"] == "won" and wire.public(won)["reason"] == "claim"
-    assert won.winner == "X" and wire.public(won)["line"] is None
+    assert view.public(won)["status"] == "won" and view.public(won)["reason"] == "claim"
+    assert won.winner == "X" and view.public(won)["line"] is None
     # The player not on move may claim too: the absent one cannot block the end for ever.
     assert claim(match, "bob", 0.0, NOW).winner == "O"
     ai = create("ai", "alice", NOW, level="easy", rng=rng())
@@ -119,7 +119,7 @@ def test_resign_loses_at_once_and_is_refused_in_pass_and_play():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
     lost = resign(match, "bob", NOW + 1)
     assert lost.status == "won" and lost.winner == "X" and lost.reason == "resign"
-    assert wire.public(lost)["turn"] is None
+    assert view.public(lost)["turn"] is None
     assert code_of(resign, lost, "alice", NOW) == "game_over"
     assert code_of(resign, match, "carol", NOW) == "spectator"
     assert code_of(resign, create("local", "alice", NOW), "alice", NOW) == "not_allowed"
@@ -133,7 +133,7 @@ def test_abort_only_before_both_sides_have_moved_and_counts_nowhere():
     gone = abort(one, "bob", NOW)
     assert gone.status == "aborted" and gone.winner is None and gone.reason is None
     assert gone.score() == {"X": 0, "O": 0, "draws": 0}
-    assert wire.view(gone, "X", online={}, claimable_in=None, watchers=0, now=NOW)["aborted"] == {
+    assert view.view(gone, "X", online={}, claimable_in=None, watchers=0, now=NOW)["aborted"] == {
         "reason": "abort", "by": "O"}
     assert from_json(to_json(gone)) == gone
     two = play(one, "bob", 0, NOW)
@@ -245,9 +245,9 @@ def test_a_missed_first_move_calls_the_game_off_with_no_result(first_moves):
     gone = time_out(match, NOW + FIRST_MOVE)
     assert gone.status == "aborted" and gone.winner is None and gone.reason is None
     assert gone.finish.termination == "no_start" and gone.score() == {"X": 0, "O": 0, "draws": 0}
-    view = wire.view(gone, "O", online={}, claimable_in=None, watchers=0, now=NOW + FIRST_MOVE)
-    assert view["aborted"] == {"reason": "no_start", "by": None} and view["time_left"] is None
-    assert "rematch" in view["can"]
+    seen = view.view(gone, "O", online={}, claimable_in=None, watchers=0, now=NOW + FIRST_MOVE)
+    assert seen["aborted"] == {"reason": "no_start", "by": None} and seen["time_left"] is None
+    assert "rematch" in seen["can"]
 
 
 def test_a_rematch_of_a_timed_game_opens_with_the_first_move_window():
@@ -320,7 +320,7 @@ def test_match_round_trips_through_json_and_never_leaks_player_ids():
     match = take_seat(create("friend", "alice", NOW, you="X"), "bob", NOW)
     match = play(match, "alice", 4, NOW)
     assert from_json(to_json(match)) == match
-    assert "alice" not in str(wire.public(match)) and "bob" not in str(wire.public(match))
+    assert "alice" not in str(view.public(match)) and "bob" not in str(view.public(match))
 
 
 def test_stored_text_round_trips_and_reads_what_earlier_versions_wrote():

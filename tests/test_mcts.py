@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ttt import mcts
-from ttt.mcts import Player, _Position, analyze, arena, player, safe_moves, search
-from ttt.rules import GameOver
-from ttt.ultimate import UltimateBoard
+from ttt.ai import mcts
+from ttt.ai.mcts import Player, _Position, analyze, arena, player, safe_moves, search
+from ttt.rules.classic import GameOver
+from ttt.rules.ultimate import UltimateBoard
 
 ROOT = Path(__file__).resolve().parents[1]
 EMPTY = "........."

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ttt import mcts, mcts_book
-from ttt.mcts_book import BOOK_PATH, book_move, key, symmetries
-from ttt.ultimate import UltimateBoard
+from ttt.ai import mcts, mcts_book
+from ttt.ai.mcts_book import BOOK_PATH, book_move, key, symmetries
+from ttt.rules.ultimate import UltimateBoard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,8 +29,8 @@ def moves_of(position: str) -> list[int]:
 
 def test_the_book_is_shipped_as_package_data():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert BOOK_PATH.name in config["tool"]["setuptools"]["package-data"]["ttt"]
-    assert BOOK_PATH.parent == ROOT / "ttt"
+    assert BOOK_PATH.name in config["tool"]["setuptools"]["package-data"]["ttt.ai"]
+    assert BOOK_PATH.parent == ROOT / "ttt" / "ai"
 
 
 def test_every_book_move_is_legal_and_safe_and_the_book_covers_the_first_two_moves():

@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from ttt import mcts, mcts_trees, thinker
-from ttt.mcts import Node, analyze, choice, search
-from ttt.ultimate import UltimateBoard
+from ttt.ai import mcts, mcts_trees
+from ttt.ai.mcts import Node, analyze, choice, search
+from ttt.pool import thinker
+from ttt.rules.ultimate import UltimateBoard
 
 EMPTY = "........."
 # X to move in board 3. X has won boards 0 and 4 and holds two cells of board 8's top row; board 1

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ttt.match import create
+from ttt.game.match import create
 from ttt.store.base import Store
 from ttt.store.memory import MemoryStore
 from ttt.web.ops.metered import MeteredStore

@@ -276,7 +276,7 @@ def _connected(remote: Remote, timeout: float = 30) -> bool:
 def test_on_call_figures_are_exported(metered):
     """Issue 32: process and platform collectors, build info, store latency by operation,
     AI queue wait, refused connections, unhandled errors and 5xx by route."""
-    from ttt import build
+    from ttt.runtime import fingerprint
     from ttt.web.ops.metrics import observe_wait, refused_connection, unhandled
 
     client = metered.test_client()
@@ -289,7 +289,8 @@ def test_on_call_figures_are_exported(metered):
     for name in ("process_resident_memory_bytes", "process_open_fds", "python_info",
                  "python_gc_objects_collected_total"):
         assert name in text, name
-    assert value(text, "ttt_build_info", commit=build.commit(), version=build.version()) == 1
+    assert value(text, "ttt_build_info", commit=fingerprint.commit(),
+                 version=fingerprint.version()) == 1
     assert value(text, "ttt_store_seconds_count", operation="get") >= 1
     assert (value(text, "ttt_ai_queue_wait_seconds_count")
             == value(before, "ttt_ai_queue_wait_seconds_count") + 1)

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
+from ttt.pool.thinker import Task
 from ttt.store.sqlite import SqliteStore
-from ttt.thinker import Task
 from ttt.web import create_app
 
 TOKEN = "oncall-metrics-token"
@@ -129,7 +129,7 @@ def test_a_flushed_redis_is_the_store_down_naming_it(redis_url):
 def test_a_killed_local_worker_is_counted_and_restarted_with_one_line(caplog):
     """kill -9 of a search process: the pool's live count drops at once, and the next search
     starts another with one log line and a restart counted."""
-    from ttt import workers
+    from ttt.pool import workers
 
     app = built(TTT_AI_WORKERS=1)
     thinker = app.extensions["ttt_table"].thinker
@@ -162,7 +162,7 @@ def test_event_lines_carry_a_keyed_player_hash_stable_across_connections(make_pl
     lines, another for another player, and never the player id itself."""
     import json
 
-    from ttt.jsonlog import JsonFormatter
+    from ttt.runtime.jsonlog import JsonFormatter
 
     lines: list[dict] = []
 

@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import Clock
 from tests.test_table import Person
-from ttt.limits import Limits, MemoryLimiter
+from ttt.master.limits import Limits, MemoryLimiter
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 SCHOOL = "192.0.2.7"
 

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from ttt import players, solver
-from ttt.players import arena, player
-from ttt.rules import Board
+from ttt.ai import levels, solver
+from ttt.ai.levels import arena, player
+from ttt.rules.classic import Board
 
 STRONGEST_FIRST = ("perfect", "hard", "medium", "easy", "random")
 GAMES = 20_000
@@ -19,7 +19,7 @@ MARGIN = 0.01
 
 def _perfect_options(board: Board) -> set[int]:
     """Every cell the perfect player may pick on this board (its tied choices)."""
-    t = players.tree()
+    t = levels.tree()
     state = t.index[board.key]
     return {t.cells[state][i] for i in t.perfect[state]}
 
@@ -57,16 +57,16 @@ def _walk_every_line(me: str) -> dict[str, int]:
     return finals
 
 
-def _rate(tally: players.Tally, side: str) -> float:
+def _rate(tally: levels.Tally, side: str) -> float:
     return (tally.x_wins if side == "X" else tally.o_wins) / tally.games
 
 
-def _points(tally: players.Tally, side: str) -> float:
+def _points(tally: levels.Tally, side: str) -> float:
     wins = tally.x_wins if side == "X" else tally.o_wins
     return (wins + 0.5 * tally.draws) / tally.games
 
 
-def _play(level: str, side: str, opponent: str, seed: int) -> players.Tally:
+def _play(level: str, side: str, opponent: str, seed: int) -> levels.Tally:
     me, them = player(level), player(opponent)
     x, o = (me, them) if side == "X" else (them, me)
     return arena(x, o, GAMES, random.Random(seed))
@@ -93,7 +93,7 @@ def test_perfect_as_o_never_loses_and_only_plays_optimal_moves_against_every_lin
 
 def test_perfect_choose_picks_among_its_optimal_options_on_every_position():
     perfect = player("perfect")
-    t = players.tree()
+    t = levels.tree()
     for key, cells in zip(t.keys, t.cells, strict=True):
         if not cells:
             continue
@@ -209,7 +209,7 @@ def test_arena_reports_progress_and_ends_with_the_total():
 def test_choose_returns_a_legal_cell_on_every_position(level):
     chooser = player(level)
     rng = random.Random(7)
-    t = players.tree()
+    t = levels.tree()
     for key, cells in zip(t.keys, t.cells, strict=True):
         if cells:
             board = Board(key & 0x1FF, key >> 9)

@@ -13,10 +13,10 @@ import time
 import pytest
 import redis
 
-from ttt.match import create, play, take_seat
+from ttt.game.match import create, play, take_seat
+from ttt.master.presence import WATCH, MemorySeats, RedisSeats
 from ttt.store.base import Update
 from ttt.store.redis import RedisStore
-from ttt.web.realtime.presence import WATCH, MemorySeats, RedisSeats
 
 X, O = "x" * 22, "o" * 22  # noqa: E741 - the sides
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from tests.boards import reachable_boards
-from ttt.rules import (
+from ttt.rules.classic import (
     Board,
     CellOccupied,
     GameOver,

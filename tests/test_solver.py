@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import cache
 
 from tests.boards import reachable_boards
-from ttt import solver
-from ttt.rules import Board
+from ttt.ai import solver
+from ttt.rules.classic import Board
 
 
 def _wins_at_once(board: Board, cell: int) -> bool:

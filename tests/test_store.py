@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from tests.servers import in_ci
-from ttt.endings import rematch, resign
-from ttt.match import MatchError, create, play, results, take_seat
+from ttt.game.endings import rematch, resign
+from ttt.game.match import MatchError, create, play, results, take_seat
 from ttt.store import CapReached, Caps, Update, empty_record, open_store
 
 NOW = 1000.0
@@ -295,7 +295,7 @@ def test_an_update_can_create_a_game_in_the_same_transaction(store):
     with pytest.raises(MatchError):  # nobody offered: nothing is written, nothing created
         store.update(match.id, change)
     assert not made and store.count_live() == 0
-    from ttt.endings import offer_rematch
+    from ttt.game.endings import offer_rematch
 
     store.update(match.id, lambda m: offer_rematch(m, "bob", NOW))
     _, after = store.update(match.id, change)
@@ -395,7 +395,7 @@ def test_two_processes_on_one_sqlite_file_never_act_on_a_stale_copy(tmp_path):
 
 def _running(store, seconds=10):
     """A timed friend game in which both have moved: X on move, its clock running."""
-    from ttt.match import play
+    from ttt.game.match import play
 
     match = take_seat(create("friend", "alice", NOW, you="X", clock=seconds), "bob", NOW)
     match = play(play(match, "alice", 4, NOW), "bob", 0, NOW)
@@ -404,7 +404,7 @@ def _running(store, seconds=10):
 
 
 def test_resume_stamps_and_gives_an_outage_back_to_running_clocks_once(store):
-    from ttt.match import credit_outage
+    from ttt.game.match import credit_outage
 
     assert store.resume(lambda: NOW, 5.0, credit_outage) == []  # the first stamp: nothing to give
     match = _running(store)  # X runs out at NOW + 10
@@ -421,7 +421,7 @@ def test_resume_stamps_and_gives_an_outage_back_to_running_clocks_once(store):
 
 
 def test_racing_resumes_give_the_outage_back_exactly_once(store):
-    from ttt.match import credit_outage
+    from ttt.game.match import credit_outage
 
     store.resume(lambda: NOW, 5.0, credit_outage)
     match = _running(store)
@@ -441,7 +441,7 @@ def test_racing_resumes_give_the_outage_back_exactly_once(store):
 
 
 def test_sqlite_keeps_the_stamp_across_a_restart(tmp_path):
-    from ttt.match import credit_outage
+    from ttt.game.match import credit_outage
 
     path = tmp_path / "games.sqlite3"
     first = open_store(f"sqlite:///{path}")
@@ -500,7 +500,7 @@ def test_idle_players_with_no_live_game_lose_their_profile(store):
 
 def _ended(store, match, now=NOW + 1):
     """End a live game through the store, as its player would (abort or resign)."""
-    from ttt.endings import abort
+    from ttt.game.endings import abort
 
     end = abort if match.mode == "local" else resign
     store.update(match.id, lambda m: end(m, m.seats["X"], now))
@@ -512,7 +512,7 @@ def test_live_games_are_counted_per_kind_exactly(store):
     and the kinds add up to the total at every step."""
     from collections import Counter
 
-    from ttt.endings import offer_rematch
+    from ttt.game.endings import offer_rematch
     from ttt.store import KINDS
 
     def made(mode, variant, when=NOW, caps=None, **kw):

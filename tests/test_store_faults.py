@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from ttt.match import create
+from ttt.game.match import create
 from ttt.store import StoreUnavailable
 from ttt.store.sqlite import SqliteStore
 from ttt.web import create_app, get_socketio

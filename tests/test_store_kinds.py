@@ -8,8 +8,8 @@ import json
 import re
 import sqlite3
 
-from ttt.endings import abort, resign
-from ttt.match import create, play
+from ttt.game.endings import abort, resign
+from ttt.game.match import create, play
 from ttt.store import KINDS, open_store
 from ttt.store.codec import to_json
 from ttt.store.sqlite import LIVE_BY_KIND

@@ -12,7 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 
-from ttt.match import MatchError, create, play, take_seat
+from ttt.game.match import MatchError, create, play, take_seat
 from ttt.store.redis import RedisStore
 
 ROUNDS = 25

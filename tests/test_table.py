@@ -6,13 +6,13 @@ import threading
 
 import pytest
 
-from ttt.limits import Limits
-from ttt.match import FIRST_MOVE
-from ttt.replies import Reply, room
+from ttt.game.match import FIRST_MOVE
+from ttt.master.limits import Limits
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.replies import Reply, room
+from ttt.master.table import Table
+from ttt.pool.thinker import Inline, Scheduler
 from ttt.store import open_store
-from ttt.table import Table
-from ttt.thinker import Inline, Scheduler
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 
 class Person:

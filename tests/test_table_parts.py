@@ -8,15 +8,15 @@ import ast
 import random
 from pathlib import Path
 
-from ttt.ai_turns import AiTurns
-from ttt.clocks import Clocks
-from ttt.endgame import Endgame
-from ttt.limits import Limits
+from ttt.master.ai_turns import AiTurns
+from ttt.master.clocks import Clocks
+from ttt.master.endgame import Endgame
+from ttt.master.limits import Limits
+from ttt.master.presence import Presence
+from ttt.master.table import Table
+from ttt.master.views import Views
+from ttt.pool.thinker import Inline
 from ttt.store.memory import MemoryStore
-from ttt.table import Table
-from ttt.thinker import Inline
-from ttt.views import Views
-from ttt.web.realtime.presence import Presence
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = (Views, AiTurns, Endgame, Clocks)
@@ -50,11 +50,11 @@ def test_the_table_holds_one_of_each_part():
 
 def test_no_part_imports_the_table():
     for module in ("views", "ai_turns", "endgame", "clocks", "limits"):
-        assert "ttt.table" not in imported(ROOT / "ttt" / f"{module}.py"), module
+        assert "ttt.master.table" not in imported(ROOT / "ttt" / "master" / f"{module}.py"), module
 
 
 def test_limits_live_with_the_limiter():
-    assert Limits.__module__ == "ttt.limits"
+    assert Limits.__module__ == "ttt.master.limits"
 
 
 def test_what_is_set_on_the_table_after_it_is_built_reaches_every_part_through_its_services():

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ttt.thinker import ACTIVE_SECONDS, REPLY_BOUND, Busy, Scheduler, Task, WorkerLost
-from ttt.workers import ProcessRunner
+from ttt.pool.thinker import ACTIVE_SECONDS, REPLY_BOUND, Busy, Scheduler, Task, WorkerLost
+from ttt.pool.workers import ProcessRunner
 
 
 class Gate:

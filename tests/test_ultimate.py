@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from ttt.rules import (
+from ttt.rules.classic import (
     CellOccupied,
     GameOver,
     IllegalMove,
@@ -19,7 +19,7 @@ from ttt.rules import (
     Outcome,
     Termination,
 )
-from ttt.ultimate import UltimateBoard, WrongBoard
+from ttt.rules.ultimate import UltimateBoard, WrongBoard
 
 EMPTY = "........."
 

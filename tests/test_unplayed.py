@@ -10,12 +10,12 @@ import pytest
 
 from tests.conftest import Clock
 from tests.test_table import Person
-from ttt.limits import Limits, MemoryLimiter
+from ttt.master.limits import Limits, MemoryLimiter
+from ttt.master.presence import MemorySeats, Presence
+from ttt.master.table import Table
 from ttt.store import open_store
-from ttt.table import Table
 from ttt.web.ops.settings import DEFAULTS
 from ttt.web.realtime.housekeeping import UNPLAYED_SECONDS, end_unplayed
-from ttt.web.realtime.presence import MemorySeats, Presence
 
 STRANGERS = "203.0.113.50"
 

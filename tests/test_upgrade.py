@@ -131,13 +131,13 @@ def test_an_ai_worker_refuses_code_that_is_not_the_servers():
     env = {**os.environ, "TTT_SERVER_CODE": "0" * 16, "PYTHONPATH": str(ROOT)}
     task = {"task": {"kind": "move", "variant": "classic", "moves": [], "level": "easy",
                      "seed": 1}, "seconds": 0.1}
-    done = subprocess.run([sys.executable, "-m", "ttt.workers"], input=json.dumps(task) + "\n",
+    done = subprocess.run([sys.executable, "-m", "ttt.pool.workers"], input=json.dumps(task) + "\n",
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert "not the server's" in json.loads(done.stdout)["error"]
-    from ttt.build import code_fingerprint
+    from ttt.runtime.fingerprint import code_fingerprint
 
     env["TTT_SERVER_CODE"] = code_fingerprint()
-    done = subprocess.run([sys.executable, "-m", "ttt.workers"], input=json.dumps(task) + "\n",
+    done = subprocess.run([sys.executable, "-m", "ttt.pool.workers"], input=json.dumps(task) + "\n",
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert "result" in json.loads(done.stdout), done.stdout
 

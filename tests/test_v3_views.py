@@ -4,8 +4,8 @@ import json
 import re
 
 from tests.test_events import call, new_game
-from ttt.match import CLOCKS
-from ttt.views import REACTIONS
+from ttt.game.match import CLOCKS
+from ttt.master.views import REACTIONS
 
 
 def test_view_carries_rev_legal_and_replay(sio):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ttt.rules import Board, IllegalMove
-from ttt.ultimate import UltimateBoard
-from ttt.variants import CLASSIC, RECORD_LEVELS, ULTIMATE, VARIANTS, record_key
+from ttt.game.variants import CLASSIC, RECORD_LEVELS, ULTIMATE, VARIANTS, record_key
+from ttt.rules.classic import Board, IllegalMove
+from ttt.rules.ultimate import UltimateBoard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def test_replay_links_that_are_not_a_game_are_value_errors(v, text):
 
 def test_the_new_engine_modules_import_no_web_database_or_redis_packages():
     probe = (
-        "import json, sys, ttt.ultimate, ttt.mcts, ttt.variants\n"
+        "import json, sys, ttt.rules.ultimate, ttt.ai.mcts, ttt.game.variants\n"
         "bad = ('flask', 'socketio', 'engineio', 'redis', 'sqlite3')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in bad)))\n"
     )

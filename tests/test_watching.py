@@ -4,7 +4,7 @@ going costs each player at most one small push a second, and never a whole game.
 from __future__ import annotations
 
 from tests.test_table import Person, friends
-from ttt.replies import Reply, room
+from ttt.master.replies import Reply, room
 
 
 def _from_watching(pushes, gid: str) -> list:

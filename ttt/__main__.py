@@ -9,9 +9,9 @@ import sys
 import time
 from typing import NoReturn
 
-from ttt import analysis, mcts, players, solver
-from ttt.rules import Board
-from ttt.ultimate import UltimateBoard
+from ttt.ai import analysis, levels, mcts, solver
+from ttt.rules.classic import Board
+from ttt.rules.ultimate import UltimateBoard
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,13 +72,13 @@ def cmd_arena(args: argparse.Namespace) -> int:
         return _ultimate_arena(args)
     if args.plot:
         try:
-            from ttt.plot import plot_tally
+            from ttt.ai.plot import plot_tally
         except ImportError:
             print("ttt: error: --plot needs matplotlib (pip install 'ttt[plot]')", file=sys.stderr)
             return 2
     rng = random.Random(args.seed)
-    x, o = players.player(args.x), players.player(args.o)
-    tally = players.arena(x, o, args.games, rng, _progress_bar(args.games))
+    x, o = levels.player(args.x), levels.player(args.o)
+    tally = levels.arena(x, o, args.games, rng, _progress_bar(args.games))
     if args.plot:
         plot_tally(tally, x.name, o.name, args.plot)
     if args.json:
@@ -128,10 +128,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.variant == "ultimate":
         return _ultimate_bench(args)
     solve_s = _best_of(20, solver.solve)
-    tree_s = _best_of(3, players._build_tree)
-    perfect, rng = players.LEVELS["perfect"], random.Random(1)
+    tree_s = _best_of(3, levels._build_tree)
+    perfect, rng = levels.LEVELS["perfect"], random.Random(1)
     board = Board.parse("X...O....")
-    players.tree()
+    levels.tree()
     n = 200_000
     start = time.perf_counter()
     for _ in range(n):
@@ -139,7 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     move_s = (time.perf_counter() - start) / n
     games = 200_000
     start = time.perf_counter()
-    players.arena(perfect, players.LEVELS["random"], games, random.Random(2))
+    levels.arena(perfect, levels.LEVELS["random"], games, random.Random(2))
     arena_rate = games / (time.perf_counter() - start)
     result = {
         "solve_ms": round(solve_s * 1000, 2),
@@ -216,7 +216,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Search for servers on other machines: take tasks from the Redis queue until stopped."""
     import os
 
-    from ttt import workers
+    from ttt.pool import workers
 
     url = args.redis or os.environ.get("TTT_AI_QUEUE")
     if not url or not url.startswith(("redis://", "rediss://", "unix://")):
@@ -228,7 +228,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from ttt.web.ops import logs
 
     logs.configure()  # TTT_LOG_FORMAT=json: RQ's lines and ours as JSON, as the servers'
-    from ttt.build import code_fingerprint, release
+    from ttt.runtime.fingerprint import code_fingerprint, release
 
     # The build it reports: web processes of another build send it no search (and say so).
     logging.getLogger("ttt.workers").info("searching for the queue %r on %s (build %s, "
@@ -245,10 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=cmd_stats)
     arena = sub.add_parser("arena", help="play many games between two levels")
-    levels = list(dict.fromkeys([*players.LEVELS, *mcts.LEVELS]))
+    choices = list(dict.fromkeys([*levels.LEVELS, *mcts.LEVELS]))
     arena.add_argument("--variant", choices=["classic", "ultimate"], default="classic")
-    arena.add_argument("--x", required=True, choices=levels)
-    arena.add_argument("--o", required=True, choices=levels)
+    arena.add_argument("--x", required=True, choices=choices)
+    arena.add_argument("--o", required=True, choices=choices)
     arena.add_argument("--games", required=True, type=_positive)
     arena.add_argument("--seed", type=int, default=None)
     arena.add_argument("--json", action="store_true")

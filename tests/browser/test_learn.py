@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_play import PERFECT, board, cell, choose
-from ttt import analysis
-from ttt.rules import Board
+from ttt.ai import analysis
+from ttt.rules.classic import Board
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 

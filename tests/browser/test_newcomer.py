@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_play import board, cell, choose, share_link
-from ttt import analysis, solver
-from ttt.rules import Board
+from ttt.ai import analysis, solver
+from ttt.rules.classic import Board
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 

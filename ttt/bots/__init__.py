@@ -2,7 +2,7 @@
 
 What a bot is (a name, a hashed token, a player id of its own, a record against other bots
 and a rating), how its token is made and checked, and the Elo step. Pure: no Flask, no
-database; the storage lives in `ttt.bots.book`, the HTTP API in `ttt.web.http.api`.
+database; the storage lives in `ttt.bots.book`, the HTTP API in `ttt.web.bots.api`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttt.replies import N_
+from ttt.runtime.translation import N_
 
 NAME = re.compile(r"[A-Za-z0-9_-]{3,24}", re.ASCII)
 ABOUT_LENGTH = 280
@@ -66,7 +66,7 @@ def check_about(about: Any) -> str:
     return about
 
 
-PLAYABLE = ("classic", "ultimate")  # the variants a bot may say it plays (ttt.variants)
+PLAYABLE = ("classic", "ultimate")  # the variants a bot may say it plays (ttt.game.variants)
 
 
 def check_variants(variants: Any) -> list[str]:

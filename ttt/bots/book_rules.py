@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttt.bots import Bot, BotError, elo, outcome_of
-from ttt.replies import N_
+from ttt.runtime.translation import N_
 
 TAKEN = N_("that bot name is taken")
 HISTORY_PAGE = 20    # games a page of a bot's history (PROTOCOL v5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttt.bots import BotError, is_bot_player
-from ttt.replies import N_
+from ttt.runtime.translation import N_
 
 PAIR = 2  # live games between the same two bots
 ANY = "*"  # the operator's ladder round: every live game counts against the cap, as before

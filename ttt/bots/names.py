@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ttt.bots import BotError
-from ttt.replies import N_
+from ttt.runtime.translation import N_
 
 # Single characters first (before any lowercasing, so `I` is still the capital i).
 _LOOKALIKE = str.maketrans({"I": "l", "1": "l", "O": "o", "0": "o", "3": "e", "5": "s",
@@ -39,7 +39,7 @@ def skeleton(name: str) -> str:
 
 def _levels() -> tuple[str, ...]:
     """The AI levels' names of every variant (the site's AI is named after them)."""
-    from ttt.variants import VARIANTS
+    from ttt.game.variants import VARIANTS
 
     return tuple(sorted({skeleton(level) for rules in VARIANTS.values()
                          for level in rules.levels}))

@@ -1,6 +1,6 @@
 """The house rules for bots: move deadlines and the bots' ladder, applied by the master.
 
-`BotRules(book)` is one of the master's services (ttt.services: `Services.write` runs every
+`BotRules(book)` is one of the master's services (ttt.master.services: `Services.write` runs every
 change through `rewrite` inside the store's transaction, and `ended` after it); the store
 stays a store. Every change that puts a bot on move gives it a deadline (`move_seconds`, or
 the game's own clock when that is shorter), written in the same transaction as the change,
@@ -22,8 +22,8 @@ from typing import Any
 
 from ttt.bots import is_bot_player
 from ttt.bots.book import Book
-from ttt.match import AI, SIDES, Match, ending, other, results
-from ttt.rules import Termination
+from ttt.game.match import AI, SIDES, Match, ending, other, results
+from ttt.rules.classic import Termination
 from ttt.store import Update
 
 MOVE_SECONDS = 10.0
@@ -109,7 +109,7 @@ def unplayed_time_out(before: Match, after: Match) -> bool:
 
 class BotRules:
     """Bot deadlines, casual games and bot-versus-bot ratings: the rules the master applies
-    to every write (ttt.services.Services.write); nothing else changes."""
+    to every write (ttt.master.services.Services.write); nothing else changes."""
 
     def __init__(self, book: Book, move_seconds: float = MOVE_SECONDS,
                  person_seconds: float = PERSON_SECONDS) -> None:

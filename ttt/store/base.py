@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from ttt.match import MODES, Match
-from ttt.variants import RECORD_LEVELS, VARIANTS
+from ttt.game.match import MODES, Match
+from ttt.game.variants import RECORD_LEVELS, VARIANTS
 
 MAX_RETRIES = 20
 OUTCOMES = ("wins", "draws", "losses")

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from ttt.match import SIDES, Match, ending, no_score, nobody
-from ttt.rules import Termination
+from ttt.game.match import SIDES, Match, ending, no_score, nobody
+from ttt.rules.classic import Termination
 
 
 def to_json(match: Match) -> dict[str, Any]:

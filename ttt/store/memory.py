@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ttt.match import Match
+from ttt.game.match import Match
 from ttt.store.base import (
     CapReached,
     Caps,

@@ -28,7 +28,7 @@ from typing import Any
 
 import redis
 
-from ttt.match import Match
+from ttt.game.match import Match
 from ttt.store import codec, redis_kinds, redis_scripts
 from ttt.store.base import (
     MAX_RETRIES,
@@ -85,7 +85,7 @@ class RedisStore(Health):
         self.idle_ttl = int(idle_ttl)
         self.untouched_ttl = int(min(untouched_ttl, idle_ttl))
         # Reads of other parts sent in a write's round trip: each, given the game written,
-        # gives its commands and what takes their answers (ttt.web.realtime.presence).
+        # gives its commands and what takes their answers (ttt.master.presence).
         self.riders: list[Callable[[str], tuple[list[tuple], Callable[[list], None]]]] = []
         self._cache: OrderedDict[str, Match] = OrderedDict()  # this process's copies
         self._cache_lock = threading.Lock()

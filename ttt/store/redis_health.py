@@ -10,7 +10,7 @@ import uuid
 
 import redis
 
-from ttt import build
+from ttt.runtime import fingerprint
 from ttt.store.redis_keys import PREFIX
 from ttt.store.schema import READABLE_FROM, SCHEMA_VERSION, check
 
@@ -65,7 +65,7 @@ class Health:
         """Check the layout's version, refuse a newer one (SchemaTooNew), record ours once.
         The version found before."""
         record = json.dumps({"version": SCHEMA_VERSION, "readable_from": READABLE_FROM,
-                             "at": time.time(), "release": build.release()})
+                             "at": time.time(), "release": fingerprint.release()})
         found, readable, _ = self._migrate(keys=[SCHEMA_KEY, MIGRATIONS_KEY],
                                            args=[SCHEMA_VERSION, READABLE_FROM, record])
         found, readable = int(found), int(readable)

@@ -114,7 +114,7 @@ def call(client: redis.Redis, keys: list[str], args: list[Any],
          around: Any = None) -> list[Any]:
     """Run WRITE in one round trip with the riders' reads pipelined behind it (each rider: its
     commands, and what takes their answers); WRITE's answer. `around`: reads sent before the
-    script too (`pre`, `post`, `took`: ttt.web.realtime.riding). On NOSCRIPT the script is
+    script too (`pre`, `post`, `took`: ttt.master.riding). On NOSCRIPT the script is
     loaded and the whole batch sent again (nothing in it was run: the riders only read)."""
     pre, post = (around.pre, around.post) if around is not None else ([], [])
     if post:

@@ -21,7 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ttt.match import Match
+from ttt.game.match import Match
 from ttt.store import codec
 from ttt.store.base import (
     CapReached,

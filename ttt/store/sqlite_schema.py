@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ttt import build
+from ttt.runtime import fingerprint
 from ttt.store.schema import READABLE_FROM, SCHEMA_VERSION, check
 
 SCHEMA = """
@@ -93,7 +93,7 @@ def migrate(conn: sqlite3.Connection) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO migrations VALUES (?, ?, ?, ?)",
-                         (SCHEMA_VERSION, READABLE_FROM, time.time(), build.release()))
+                         (SCHEMA_VERSION, READABLE_FROM, time.time(), fingerprint.release()))
             conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
         conn.execute("COMMIT")
     except BaseException:

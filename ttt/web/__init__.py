@@ -13,15 +13,15 @@ from typing import Any
 
 from flask import Flask
 
-from ttt import workers
-from ttt.limits import Limits, open_limiter
+from ttt.master.limits import Limits, open_limiter
+from ttt.master.presence import MemorySeats, Presence, RedisSeats
+from ttt.master.table import Table
+from ttt.pool import workers
 from ttt.store import open_store
-from ttt.table import Table
 from ttt.web.extensions import get_socketio, get_store, get_table  # noqa: F401 (re-exported)
 from ttt.web.ops import logs, settings
 from ttt.web.ops.metered import MeteredStore
 from ttt.web.ops.metrics import Metrics, count_from_zero, observe_search, watch_queue
-from ttt.web.realtime.presence import MemorySeats, Presence, RedisSeats
 from ttt.web.realtime.publisher import Publisher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _init_presence(app)
     _init_table(app)
     from ttt.web import i18n
-    from ttt.web.http import botsite, pages
+    from ttt.web.bots import site
+    from ttt.web.http import pages
     from ttt.web.realtime import sockets
     from ttt.web.transport import budgets
 
@@ -51,7 +52,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     socketio = sockets.init_app(app)
     # The HTTP side is wired here, by the factory: the real-time side below it never reaches
     # up into the pages (tests/test_layers.py, the rooms of ttt/web/).
-    botsite.install(app, socketio, app.extensions["ttt_table"])
+    site.install(app, socketio, app.extensions["ttt_table"])
     count_from_zero(app, Table.EVENTS)  # every route is known now
     return app
 
@@ -87,12 +88,12 @@ def _init_presence(app: Flask) -> None:
 
 def _init_table(app: Flask) -> None:
     """The master, with the house's limits, its rules for bots and the AI's thinker."""
-    from ttt.web.http import botsite
+    from ttt.web.bots import site
 
     config = app.config
     limited = config["TTT_RATE_LIMIT"] > 0  # 0: benchmarks and trusted bots, no limit at all
     store = app.extensions["ttt_store"]
-    bots = botsite.rules(app, store)
+    bots = site.rules(app, store)
     table = Table(store, app.extensions["ttt_presence"],
                   limits=Limits(
                       claim_after=float(config["TTT_CLAIM_AFTER"]),

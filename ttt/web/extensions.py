@@ -13,9 +13,9 @@ from flask import Flask, current_app
 from flask_socketio import SocketIO
 
 if TYPE_CHECKING:
+    from ttt.master.table import Table
     from ttt.store import Store
-    from ttt.table import Table
-    from ttt.web.realtime.hub import Hub
+    from ttt.web.bots.hub import Hub
     from ttt.web.realtime.publisher import Publisher
 
 

@@ -39,8 +39,9 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 }
 DEFAULT = "en"
 # Where the page's words are: their messages go to the browser, the rest stay on the server.
-# Besides static/js, the refusals a person reads on the page (marked N_ in the core, ttt.replies):
-# the wire carries them in English and the page shows its catalog's words for them.
+# Besides static/js, the refusals a person reads on the page (marked N_,
+# ttt.runtime.translation): the wire carries them in English and the page shows its catalog's
+# words for them.
 PAGE_SOURCES = ("static/js/", "ttt/")
 SERVER_ONLY = ("ttt/web/", "ttt/bots/")  # their words are the server's pages' (gettext there)
 

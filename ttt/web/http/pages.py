@@ -36,11 +36,11 @@ from werkzeug.exceptions import (
     TooManyRequests,
 )
 
-from ttt import analysis
-from ttt.match import AI
-from ttt.rules import Board, CellOccupied, GameOver
-from ttt.ultimate import WrongBoard
-from ttt.variants import VARIANTS
+from ttt.ai import analysis
+from ttt.game.match import AI
+from ttt.game.variants import VARIANTS
+from ttt.rules.classic import Board, CellOccupied, GameOver
+from ttt.rules.ultimate import WrongBoard
 from ttt.web import i18n
 from ttt.web.extensions import get_store, get_table
 from ttt.web.http import assets, gzipping

@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import Flask
 
-from ttt import loglines
+from ttt.runtime import loglines
 from ttt.web.transport import engine_hooks
 
 log = logging.getLogger("ttt.health")
@@ -48,7 +48,7 @@ def lost(app: Flask) -> bool:
 
 
 def _ai_up(app: Flask) -> bool | None:
-    from ttt import workers
+    from ttt.pool import workers
 
     live = workers.live_workers(app.extensions["ttt_table"].thinker)
     if live is None or "remote" not in live:

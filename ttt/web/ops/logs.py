@@ -15,7 +15,7 @@ The access line is on every event's path, so it is cheap: its fields travel as o
 dict, formatted only by the handler that writes them (`key=value` text or JSON keys of their
 own; seat, cell, rev and connection are worked out then, from what the event carried). In the
 served case (our handler alone, text format) the line is made as text directly, with no
-record; otherwise a record is made without logging's caller lookup (ttt.loglines). Our
+record; otherwise a record is made without logging's caller lookup (ttt.runtime.loglines). Our
 handler formats outside its lock and writes INFO lines in batches (`TTT_LOG_FLUSH_SECONDS`).
 """
 
@@ -28,8 +28,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ttt.jsonlog import ACCESS, REQUEST_ID, JsonFormatter, Seconds, connection_id, request_id
-from ttt.loglines import Handler, Record, deliver, route
+from ttt.runtime.jsonlog import (
+    ACCESS,
+    REQUEST_ID,
+    JsonFormatter,
+    Seconds,
+    connection_id,
+    request_id,
+)
+from ttt.runtime.loglines import Handler, Record, deliver, route
 
 _Ours = Handler  # the name the tests and the benches know
 

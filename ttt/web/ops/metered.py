@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ttt import loglines
-from ttt.match import Match
+from ttt.game.match import Match
+from ttt.runtime import loglines
 from ttt.store import Caps, StoreUnavailable
 from ttt.store.base import Change, Credit, Profile, Store
 from ttt.web.ops.metrics import Metrics
@@ -75,7 +75,7 @@ class MeteredStore:
                               variant=after.variant, status=after.status, winner=after.winner,
                               rev=after.rev)
             if after.rematch_id is not None and before.rematch_id is None:
-                # The change made the rematch (ttt.endings.rematch: the same mode and
+                # The change made the rematch (ttt.game.endings.rematch: the same mode and
                 # variant) in its transaction: a game started.
                 self._metrics.started.labels(after.mode, after.variant).inc()
         return changed

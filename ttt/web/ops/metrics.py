@@ -43,8 +43,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ttt import build
-from ttt.pool_metrics import AI_CROWD
+from ttt.pool.metrics import AI_CROWD
+from ttt.runtime import fingerprint
 from ttt.web.ops.collectors import Collected, Labelled, Live, Timings
 
 log = logging.getLogger("ttt.metrics")
@@ -140,7 +140,7 @@ class Metrics:
                                       buckets=STORE_BUCKETS, registry=r)
         self.store_timers: dict[str, Any] = {}  # operation -> its histogram child
         Info("ttt_build", "The running code: package version and git commit.",
-             registry=r).info({"version": build.version(), "commit": build.commit()})
+             registry=r).info({"version": fingerprint.version(), "commit": fingerprint.commit()})
         # What an on-call engineer looks for first: memory, CPU, open files, GC, the python.
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)

@@ -10,8 +10,8 @@ from typing import Any
 from flask import Flask
 
 #: Engine.IO requests (each websocket is one) a process keeps in flight by default: what one
-#: process holds with an honest player's p99 still low (bench.flood, README "Floods"). A
-#: threaded websocket costs about four threads, so the threaded server stops at fewer.
+#: process holds with an honest player's p99 still low (bench.flood; docs/benchmarks.md,
+#: "Floods"). A threaded websocket costs about four threads, so the threaded server stops at fewer.
 OPEN_CONNECTIONS = {"threading": 500, "gevent": 2000}
 
 #: Descriptors a process keeps for itself, whatever its clients: the listener, the store's

@@ -10,11 +10,11 @@ from typing import Any
 from flask import current_app, request, session
 from flask_socketio import SocketIO, join_room
 
-from ttt import loglines
 from ttt.bots import v3_answer
-from ttt.replies import player_room, refusal
+from ttt.master.replies import player_room, refusal
+from ttt.master.table import Table
+from ttt.runtime import loglines
 from ttt.store import StoreUnavailable
-from ttt.table import Table
 from ttt.web.ops.metrics import refused_connection, unhandled
 from ttt.web.realtime.publisher import Publisher
 from ttt.web.transport.admission import address_of

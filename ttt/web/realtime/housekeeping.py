@@ -12,14 +12,14 @@ import time
 
 from flask import Flask
 
-from ttt import loglines
-from ttt.match import Match, ending
-from ttt.replies import Push
-from ttt.rules import Termination
-from ttt.table import Table
+from ttt.game.match import Match, ending
+from ttt.master.presence import LEASE_SECONDS
+from ttt.master.replies import Push
+from ttt.master.table import Table
+from ttt.rules.classic import Termination
+from ttt.runtime import loglines
 from ttt.web.extensions import get_publisher
 from ttt.web.ops.metrics import serve_apart
-from ttt.web.realtime.presence import LEASE_SECONDS
 
 log = logging.getLogger("ttt.housekeeping")
 

@@ -19,12 +19,12 @@ from typing import Any, Protocol
 from flask_socketio import SocketIO
 from socketio import PubSubManager
 
-from ttt.replies import Push
+from ttt.master.replies import Push
 from ttt.web.transport import engine_hooks
 
 
 class Listener(Protocol):
-    """Who hears every push before the people do: the bots' hub (ttt.web.realtime.hub)."""
+    """Who hears every push before the people do: the bots' hub (ttt.web.bots.hub)."""
 
     def hears(self, room_name: str) -> bool: ...
 

@@ -26,7 +26,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ttt.limits import prefix_of
+from ttt.master.limits import prefix_of
 
 StartResponse = Callable[..., Any]
 

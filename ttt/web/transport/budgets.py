@@ -33,7 +33,7 @@ from typing import Any
 
 from flask import request
 
-from ttt.limits import MemoryLimiter, prefix_of
+from ttt.master.limits import MemoryLimiter, prefix_of
 
 #: A person's events a second at most (a seated player's moves, when the address is spent).
 PERSON_EVENTS = 3.0

@@ -35,7 +35,7 @@ from engineio import packet as eio_packet
 from flask import Flask
 from flask_socketio import SocketIO
 
-from ttt.limits import prefix_of
+from ttt.master.limits import prefix_of
 from ttt.web.transport import engine_hooks
 from ttt.web.transport.admission import address_of
 from ttt.web.transport.budgets import Budgets

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ttt import jsonlog
-from ttt.payloads import valid_id
-from ttt.replies import refusal
+from ttt.master.payloads import valid_id
+from ttt.master.replies import refusal
+from ttt.runtime import jsonlog
 from ttt.web.ops import logs
 from ttt.web.ops.metrics import Metrics
 from ttt.web.transport import engine_hooks

@@ -12,7 +12,7 @@ deadline on the headers alone, a slow *body* does the same (1,000 `POST /api/bot
   Socket.IO cap: settings.connection_cap), and
 - at most `waiting_per_address` requests from one address prefix still being sent, headers
   or body (a quarter of `cap`, 256 at most): the prefix is the one every other limit uses
-  (ttt.limits.prefix_of: an IPv4 address whole, an IPv6 one by its /64), and an IPv6 /56
+  (ttt.master.limits.prefix_of: an IPv4 address whole, an IPv6 one by its /64), and an IPv6 /56
   (a home network hands out 256 /64s) holds WIDER_TIMES prefixes' worth, not 256;
 
 past either, a `503` is written at once and the socket closed, no thread started (a
@@ -39,7 +39,7 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from ttt.limits import prefix_of
+from ttt.master.limits import prefix_of
 
 log = logging.getLogger("ttt.serving")
 
@@ -73,7 +73,7 @@ def waiting_cap(cap: int) -> int:
 
 @functools.lru_cache(maxsize=8192)  # on every accept: parsed once per address
 def counted_as(address: str) -> tuple[str, ...]:
-    """The keys a connection from `address` counts under: its prefix (ttt.limits.prefix_of),
+    """The keys a connection from `address` counts under: its prefix (ttt.master.limits.prefix_of),
     and for IPv6 its /56 as well."""
     prefix = prefix_of(address)
     if not prefix.endswith("/64"):

@@ -1,0 +1,1 @@
+"""The AI pool: the crowd-fair scheduler (the Thinker) and its worker processes."""

@@ -1,0 +1,1 @@
+"""The rules of the two boards, classic and Ultimate: pure and immutable."""
