@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import need_binary
+from tests.support.servers import need_binary
 from ttt.web import create_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 TOKEN = "alerts-metrics-token"
 # PromQL words that are not metric names.

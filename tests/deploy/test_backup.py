@@ -13,7 +13,7 @@ import threading
 import pytest
 import redis
 
-from tests.servers import ROOT, Remote, Server, close_all
+from tests.support.servers import ROOT, Remote, Server, close_all
 
 pytestmark = pytest.mark.server
 

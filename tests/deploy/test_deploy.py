@@ -1,6 +1,7 @@
 """The production front of deploy/ on loopback: redis, two gunicorn gevent processes, nginx.
 
-`make test-deploy`. The files are deploy/'s own (tests/stack.py changes only ports and paths).
+`make test-deploy`. The files are deploy/'s own (tests/support/stack.py changes only ports and
+paths).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import pytest
 import requests
 import websocket
 
-from tests.servers import ROOT, RedisServer, Remote, close_all, free_port, need_binary
-from tests.stack import (
+from tests.support.servers import ROOT, RedisServer, Remote, close_all, free_port, need_binary
+from tests.support.stack import (
     DEPLOY,
     METRICS_TOKEN,
     Gunicorn,

@@ -11,7 +11,7 @@ runs those blocks with bash (`set -e`), as root, with only:
   writes a file of the test's (GIT_CONFIG_SYSTEM); `python3 -m venv` makes a venv whose python
   and gunicorn are this interpreter with the release on its path, and whose `pip install`
   records its call (no network); `systemctl` starts the installed units' ExecStart and
-  ExecStartPost as written (tests/doc_systemctl.py).
+  ExecStartPost as written (tests/support/doc_systemctl.py).
 
 Then: install a release, start two processes and the timer, back up, restore (Redis: stop,
 `--force`, start), upgrade to a newer
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import ROOT, RedisServer, free_port, need_binary
+from tests.support.servers import ROOT, RedisServer, free_port, need_binary
 
 pytestmark = [pytest.mark.deploy, pytest.mark.server, pytest.mark.redis]
 
@@ -57,7 +57,7 @@ def stubs(bin_dir: Path, venv_python: str) -> None:
                     '    -o|-g) shift 2 ;;\n    *) args+=("$1"); shift ;;\n  esac\ndone\n'
                     'exec /usr/bin/install "${args[@]}"\n'),
         "sudo": 'if [ "$1" = -u ]; then shift 2; fi\nexec "$@"\n',
-        "systemctl": f'exec {venv_python} {ROOT / "tests" / "doc_systemctl.py"} "$@"\n',
+        "systemctl": f'exec {venv_python} {ROOT / "tests" / "support" / "doc_systemctl.py"} "$@"\n',
         "python3": ('if [ "$1" = -m ] && [ "$2" = venv ]; then\n'
                     '  mkdir -p "$3/bin"\n'
                     '  release=$(cd "$(dirname "$3")" && pwd -P)\n'
@@ -131,8 +131,9 @@ class Site:
         return f"http://127.0.0.1:{self.ports[port]}"
 
     def stop_all(self) -> None:
-        subprocess.run([sys.executable, str(ROOT / "tests" / "doc_systemctl.py"), "stop",
-                        "ttt@*", "ttt-worker@*"], env=self.env, timeout=120, check=False)
+        systemctl = ROOT / "tests" / "support" / "doc_systemctl.py"
+        subprocess.run([sys.executable, str(systemctl), "stop", "ttt@*", "ttt-worker@*"],
+                       env=self.env, timeout=120, check=False)
 
 
 def repository(tmp: Path) -> tuple[Path, str, str, str]:

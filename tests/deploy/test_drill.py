@@ -15,8 +15,8 @@ import time
 import pytest
 import requests
 
-from tests.servers import RedisServer, Remote, Server, need_binary
-from tests.test_alerts import alerts
+from tests.deploy.test_alerts import alerts
+from tests.support.servers import ROOT, RedisServer, Remote, Server, need_binary
 
 TOKEN = "drill-metrics-token"
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
@@ -212,12 +212,10 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
 def test_drill_a_bug_in_an_event_fires_unhandled_errors(tmp_path):
     """A handler that raises (a bug planted in `resign`): TTTUnhandledErrors' expression
     holds between two real scrapes, by event, and the log has one line per error."""
-    from pathlib import Path
-
     log = tmp_path / "server.log"
     server = Server(env={"TTT_METRICS_TOKEN": TOKEN, "TTT_LOG_FORMAT": "json",
                          "TTT_AI_WORKERS": "0", "TTT_STORE": f"sqlite:///{tmp_path}/t.sqlite3"},
-                    log=log, script=Path(__file__).parent / "buggy_app.py")
+                    log=log, script=ROOT / "tests" / "support" / "buggy_app.py")
     player = None
     try:
         server.start()

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.servers import ROOT, Remote, Server, close_all
-from tests.test_backup import ai_games
+from tests.deploy.test_backup import ai_games
+from tests.support.servers import ROOT, Remote, Server, close_all
 from ttt.store import schema
 from ttt.store.redis import SCHEMA_KEY
 
@@ -29,7 +29,7 @@ PREVIOUS = "7bc74e4"  # the last commit before schema versions
 @pytest.fixture(scope="module")
 def previous(tmp_path_factory) -> Path:
     """A checkout of the previous release, removed afterwards."""
-    from tests.servers import in_ci
+    from tests.support.servers import in_ci
 
     git = shutil.which("git")
     have = git is not None and (ROOT / ".git").exists() and subprocess.run(

@@ -1,5 +1,5 @@
-"""A real server with one bug planted, for the drills (tests/test_drill.py): the `resign`
-event raises, as a bug in its handler would. `python tests/buggy_app.py --port P`."""
+"""A real server with one bug planted, for the drills (tests/deploy/test_drill.py): the `resign`
+event raises, as a bug in its handler would. `python tests/support/buggy_app.py --port P`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app import serve_until_term  # noqa: E402 (the repository first)

@@ -1,4 +1,4 @@
-"""`systemctl` for tests/test_deploy_doc.py: the installed unit files, started as written.
+"""`systemctl` for tests/deploy/test_deploy_doc.py: the installed unit files, started as written.
 
 It reads the units the doc's commands installed (under the test's root), maps their paths
 and ports to the test's (DOCTEST_MAP, a JSON list of [from, to] pairs, applied in order),

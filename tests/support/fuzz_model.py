@@ -1,8 +1,8 @@
-"""The model of tests/test_fuzz.py: an independent referee and a plain model of the game,
-written from PROTOCOL.md, and the strategies of the payloads sent.
+"""The model of tests/server/inprocess/test_fuzz.py: an independent referee and a plain model
+of the game, written from PROTOCOL.md, and the strategies of the payloads sent.
 
-Nothing here drives the server: tests/test_fuzz.py's state machine does, and checks every answer
-and push against this model.
+Nothing here drives the server: tests/server/inprocess/test_fuzz.py's state machine does, and
+checks every answer and push against this model.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A real server that sends odd but valid values, for tests/browser/test_page_reads.py:
-`python tests/odd_app.py --port P`.
+`python tests/support/odd_app.py --port P`.
 
 The page must show exactly what it is sent, not what it would have worked out itself:
 - `config.claim_after` is 7 (TTT_CLAIM_AFTER in its environment);
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app import serve_until_term  # noqa: E402 (the repository first)

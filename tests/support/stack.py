@@ -13,7 +13,7 @@ from pathlib import Path
 import requests
 import socketio
 
-from tests.servers import ROOT, Remote, free_port
+from tests.support.servers import ROOT, Remote, free_port
 
 DEPLOY = ROOT / "deploy"
 UNIT = DEPLOY / "ttt@.service"

@@ -159,8 +159,8 @@ def test_past_capacity_a_new_hard_game_is_busy_naming_the_level_that_starts():
     """The table's side: new Ultimate `hard` games from new addresses are answered `busy` with
     `available` once the rotation is full; an address already in it, an easy game, a classic
     game and a move in a running game all go on."""
-    from tests.conftest import Clock
-    from tests.test_table import Person
+    from tests.support.clock import Clock
+    from tests.unit.test_table import Person
     from ttt.limits import Limits
     from ttt.store import open_store
     from ttt.table import Table

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.servers import need_binary
+from tests.support.servers import need_binary
 from ttt.bots import (
     Bot,
     BotError,

@@ -14,7 +14,7 @@ from ttt.bots import bundle
 from ttt.bots.sdk import Mover, Runner, draw_board, explain, judge
 from ttt.web.http.botpages import SDK_DEFAULT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeApi:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import in_ci
+from tests.support.servers import in_ci
 from ttt.web.http import assets, bundle
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A small graph: the entry imports a and b (a imports b), renames an import, awaits a module
 # loaded later (which imports b too), and reads through a function what b changes.

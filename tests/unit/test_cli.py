@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import in_ci
+from tests.support.servers import in_ci
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PURE_MODULES = ("ttt.rules", "ttt.solver", "ttt.players", "ttt.analysis", "ttt.match",
                 "ttt.endings", "ttt.wire", "ttt.table", "ttt.replies", "ttt.views",
                 "ttt.ai_turns", "ttt.endgame", "ttt.clocks", "ttt.payloads", "ttt.ultimate",
@@ -65,7 +65,7 @@ def room_of(module: str) -> str | None:
 
 
 def test_each_room_of_the_web_layer_imports_only_the_rooms_below_it():
-    from tests.test_import_cycles import graph
+    from tests.unit.test_import_cycles import graph
 
     found = graph()
     assert {room_of(m) for m in found} >= set(ROOMS), "the rooms of ttt/web/ moved"

@@ -8,7 +8,7 @@ import contextlib
 
 import pytest
 
-from tests.test_table import Person  # `clock` and `table`: tests/conftest.py
+from tests.unit.test_table import Person  # `clock` and `table`: tests/conftest.py
 from ttt.limits import Limits
 from ttt.store import open_store
 from ttt.table import Table

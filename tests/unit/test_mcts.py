@@ -21,7 +21,7 @@ from ttt.mcts import Player, _Position, analyze, arena, player, safe_moves, sear
 from ttt.rules import GameOver
 from ttt.ultimate import UltimateBoard
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EMPTY = "........."
 # The levels' rules with budgets cut fortyfold, for tests (no time caps: nothing is timed).
 SMALL = {name: replace(p, playouts=p.playouts // 40, seconds=None)

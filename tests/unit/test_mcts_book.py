@@ -14,7 +14,7 @@ from ttt import mcts, mcts_book
 from ttt.mcts_book import BOOK_PATH, book_move, key, symmetries
 from ttt.ultimate import UltimateBoard
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def book() -> dict[str, int]:

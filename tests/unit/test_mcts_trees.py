@@ -18,7 +18,8 @@ EMPTY = "........."
 X_WINS_IN_TWO = UltimateBoard.parse(
     "XXXOO...." "XOXXOOOX." + EMPTY + EMPTY + "O..XXX..O" "O...O...." + EMPTY + EMPTY
     + "XX.OO....", next=3)
-# O to move anywhere: X has won boards 0 and 4 and threatens board 8's top row (tests/test_mcts).
+# O to move anywhere: X has won boards 0 and 4 and threatens board 8's top row
+# (tests/unit/test_mcts).
 O_MUST_NOT_SEND_TO_8 = UltimateBoard.parse(
     "XXXOO...." "O........" "........O" "O........" "XXX.OO..." + EMPTY + EMPTY + EMPTY
     + "XX..O...X")

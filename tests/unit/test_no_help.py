@@ -3,7 +3,7 @@ made from the friend game's moves gets no analysis or hint while the friend game
 
 from __future__ import annotations
 
-from tests.test_table import Person, friends
+from tests.unit.test_table import Person, friends
 
 
 def test_a_local_copy_of_a_live_friend_game_gets_no_analysis(table):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ttt.web.http import assets
 
-JS = Path(__file__).resolve().parents[1] / "static" / "js"
+JS = Path(__file__).resolve().parents[2] / "static" / "js"
 
 
 def test_every_static_file_a_page_names_is_served():

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from tests.conftest import Clock
-from tests.test_table import Person
+from tests.support.clock import Clock
+from tests.unit.test_table import Person
 from ttt.limits import Limits, MemoryLimiter
 from ttt.store import open_store
 from ttt.table import Table

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from tests.boards import reachable_boards
+from tests.support.boards import reachable_boards
 from ttt.rules import (
     Board,
     CellOccupied,

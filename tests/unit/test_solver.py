@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from tests.boards import reachable_boards
+from tests.support.boards import reachable_boards
 from ttt import solver
 from ttt.rules import Board
 

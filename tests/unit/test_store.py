@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.servers import in_ci
+from tests.support.servers import in_ci
 from ttt.endings import rematch, resign
 from ttt.match import MatchError, create, play, results, take_seat
 from ttt.store import CapReached, Caps, Update, empty_record, open_store
@@ -229,7 +229,7 @@ def test_redis_games_expire_finished_soon_and_live_games_only_when_idle(redis_ur
 
 
 def test_redis_outage_raises_store_unavailable_and_ping_says_no():
-    from tests.servers import free_port
+    from tests.support.servers import free_port
     from ttt.store import StoreUnavailable
 
     store = open_store(f"redis://127.0.0.1:{free_port()}/0")

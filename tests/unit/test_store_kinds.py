@@ -1,4 +1,4 @@
-"""Live games per kind beyond the contract (tests/test_store.py): the SQLite file from the
+"""Live games per kind beyond the contract (tests/unit/test_store.py): the SQLite file from the
 release before the kind columns, the query plans and the move's UPDATE, and Redis indexes
 written by a process of the release before the kind indexes."""
 

@@ -18,7 +18,7 @@ from ttt.thinker import Inline
 from ttt.views import Views
 from ttt.web.realtime.presence import Presence
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = (Views, AiTurns, Endgame, Clocks)
 
 

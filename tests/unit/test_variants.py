@@ -14,7 +14,7 @@ from ttt.rules import Board, IllegalMove
 from ttt.ultimate import UltimateBoard
 from ttt.variants import CLASSIC, RECORD_LEVELS, ULTIMATE, VARIANTS, record_key
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_variants_are_found_by_name():

@@ -3,7 +3,7 @@ going costs each player at most one small push a second, and never a whole game.
 
 from __future__ import annotations
 
-from tests.test_table import Person, friends
+from tests.unit.test_table import Person, friends
 from ttt.replies import Reply, room
 
 

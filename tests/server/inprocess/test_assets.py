@@ -121,7 +121,7 @@ def test_scripts_are_served_without_their_whole_line_comments_and_nothing_else(c
 
     sample = b"a();\n  // gone\n/** gone\n * too */\nb(); /* kept */\n/* x */ c();\nd();\n"
     assert _SCRIPT_COMMENTS.sub(b"", sample) == b"a();\nb(); /* kept */\n/* x */ c();\nd();\n"
-    for path in sorted((Path(__file__).parent.parent / "static" / "js").glob("*.js")):
+    for path in sorted((Path(__file__).resolve().parents[3] / "static" / "js").glob("*.js")):
         source = path.read_text()
         assert all(line.count("`") % 2 == 0 for line in source.splitlines()), path.name
         served = client.get(f"/static/js/{path.name}", headers={"Accept-Encoding": "gzip"})

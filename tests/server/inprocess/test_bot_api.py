@@ -12,7 +12,7 @@ from ttt.bots import Bot, hash_token, new_player_id, new_token
 from ttt.bots.sdk import load_move
 from ttt.web import create_app, get_socketio
 
-MINIMAX = load_move(Path(__file__).resolve().parents[1] / "examples" / "bots" / "minimax.py")
+MINIMAX = load_move(Path(__file__).resolve().parents[3] / "examples" / "bots" / "minimax.py")
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Clock
-from tests.test_bot_api import Lines, post
+from tests.server.inprocess.test_bot_api import Lines, post
+from tests.support.clock import Clock
 from ttt.bots import Bot, hash_token, new_player_id, new_token
 from ttt.bots.referee import PERSON_SECONDS
 from ttt.web import create_app

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tests.test_bot_api import MINIMAX, Lines, auth, make_bot, post
+from tests.server.inprocess.test_bot_api import MINIMAX, Lines, auth, make_bot, post
 from ttt.bots.rounds import Round, pairings
 from ttt.web import create_app
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.test_bot_api import Lines, auth, make_bot
+from tests.server.inprocess.test_bot_api import Lines, auth, make_bot
 from ttt.web import create_app
 
 SITE = {"Origin": "http://localhost"}  # the test client's own site

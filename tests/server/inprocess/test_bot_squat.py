@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_bot_api import Lines, make_bot, people, post
+from tests.server.inprocess.test_bot_api import Lines, make_bot, people, post
 from ttt.bots.caps import PAIR
 from ttt.web import create_app
 

@@ -14,7 +14,7 @@ Redis), the test counts what the event makes the server do:
 - locks: the project's own locks taken (the store's write lock, presence, limiter; the
   drain takes none since issue 28).
 
-The budgets are data: tests/budget.json. A count over its budget fails and names the count.
+The budgets are data: tests/support/budget.json. A count over its budget fails and names the count.
 Raising a budget is a deliberate change: edit budget.json in the same commit and say in the
 commit message why the event must now do more. A count under its budget passes (lower the
 budget then, so it holds the gain). Timings are printed by the benches, never asserted here.
@@ -36,7 +36,7 @@ import pytest
 from ttt.store.sqlite_pool import Connections
 from ttt.web import create_app, get_socketio
 
-BUDGET_FILE = Path(__file__).with_name("budget.json")
+BUDGET_FILE = Path(__file__).resolve().parents[2] / "support" / "budget.json"
 BUDGETS: dict[str, dict[str, dict[str, int]]] = json.loads(BUDGET_FILE.read_text())
 
 

@@ -1,5 +1,5 @@
 """A stateful fuzz of every Socket.IO event, checked against an independent model of the game
-(tests/fuzz_model.py).
+(tests/support/fuzz_model.py).
 
 Hypothesis drives two or three players (each its own cookie) through random mixes of valid
 and invalid events on Flask-SocketIO's test client, with the master's clock and the presence
@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tests.fuzz_model import (
+from tests.support.fuzz_model import (
     ABORTS,
     AI,
     CAN,

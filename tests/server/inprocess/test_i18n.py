@@ -19,7 +19,7 @@ from babel.messages.pofile import read_po
 
 from ttt.web import i18n
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 TRANSLATIONS = ROOT / "ttt" / "translations"
 LANGS = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT]
 GLOSSARY = json.loads((TRANSLATIONS / "glossary.json").read_text(encoding="utf-8"))

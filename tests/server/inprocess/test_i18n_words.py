@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from flask import abort
 
-from tests.test_i18n import LANGS, catalog, english
+from tests.server.inprocess.test_i18n import LANGS, catalog, english
 from ttt.bots import ABOUT_LENGTH, BotError, check_about
 from ttt.web import create_app
 from ttt.web.i18n import negotiate, ranges
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SITE = {"Origin": "http://localhost"}
 
 # ---- Every string extracted: the code's own calls, not the extractor's word for them. ----
@@ -295,7 +295,7 @@ TAG = re.compile(r"</?\w+[^>]*>")
 
 def pofilter(po: Path, out: Path, code: str) -> list:
     """pofilter's hits on a catalog: the messages it flags, each with its notes."""
-    from tests.servers import in_ci
+    from tests.support.servers import in_ci
 
     if in_ci():  # make test installs the dev extras: in CI a missing pofilter is a failure
         import translate.filters.pofilter  # noqa: F401
@@ -372,7 +372,7 @@ def test_msgfmt_check_passes(code):
     """GNU msgfmt's own check (format strings against their flags, the plural header)."""
     import subprocess
 
-    from tests.servers import need_binary
+    from tests.support.servers import need_binary
 
     msgfmt = need_binary("msgfmt")  # Debian's gettext: `make system` installs it
     po = ROOT / "ttt" / "translations" / code / "LC_MESSAGES" / "messages.po"

@@ -3,7 +3,7 @@ bug: players get `unavailable` (not `internal`), /healthz 503 naming the store, 
 is never hidden by a second ROLLBACK, and everything comes back by itself with the disk.
 
 Here the disk is simulated per connection (`max_page_count` for a full one, `query_only` for
-a read-only one); tests/test_store_disk.py fills a real small filesystem.
+a read-only one); tests/server/process/test_store_disk.py fills a real small filesystem.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import json
 import re
 
-from tests.test_events import call, new_game
+from tests.server.inprocess.test_events import call, new_game
 from ttt.match import CLOCKS
 from ttt.views import REACTIONS
 

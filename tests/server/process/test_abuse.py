@@ -20,7 +20,7 @@ import websocket
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 
-from tests.servers import ROOT, Log, Remote, Remotes, Server, close_all
+from tests.support.servers import ROOT, Log, Remote, Remotes, Server, close_all
 from ttt.web import create_app, get_socketio
 
 SECRET = "abuse-test-secret"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import ROOT, Log, Remotes, Server
-from tests.test_security import Gunicorn, need_module
+from tests.server.process.test_security import Gunicorn, need_module
+from tests.support.servers import ROOT, Log, Remotes, Server
 from ttt.limits import Limits
 from ttt.store import open_store
 from ttt.table import Table

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.servers import ROOT
+from tests.support.servers import ROOT
 
 pytestmark = pytest.mark.server
 

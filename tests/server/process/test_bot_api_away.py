@@ -13,7 +13,7 @@ import threading
 import pytest
 import requests
 
-from tests.servers import RedisServer, Server, need_binary
+from tests.support.servers import RedisServer, Server, need_binary
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import Server
+from tests.support.servers import Server
 
 PY = sys.executable
 OPERATOR = "operator-token-for-the-learner-test-0123456789"

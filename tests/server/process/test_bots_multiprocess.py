@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import ROOT, Remote, Server, close_all
+from tests.support.servers import ROOT, Remote, Server, close_all
 from ttt.bots.rounds import ladder_round
 from ttt.bots.sdk import Api, Runner, load_move
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import Remote, Server, close_all
-from tests.test_bots_learner import Lines, finish, make_bot, sdk
-from tests.test_bots_learner import _tidy as _tidy  # noqa: F401 - the fixture, used here too
+from tests.server.process.test_bots_learner import Lines, finish, make_bot, sdk
+from tests.server.process.test_bots_learner import _tidy as _tidy  # noqa: F401 - the fixture, used here too
+from tests.support.servers import Remote, Server, close_all
 
 OPERATOR = "operator-token-for-the-positions-test-0123456789"
 
@@ -305,7 +305,7 @@ def test_local_practice_plays_with_no_server_and_reports_a_failure_as_online(sit
 
 def test_local_practice_plays_ultimate_and_another_bot_file(desk):
     (desk / "random_ultimate.py").write_text(
-        (Path(__file__).resolve().parents[1] / "examples" / "bots" / "random_ultimate.py")
+        (Path(__file__).resolve().parents[3] / "examples" / "bots" / "random_ultimate.py")
         .read_text())
     ran = subprocess.run([sys.executable, "-I", "-S", "sdk.py", "random_ultimate.py", "--local",
                           "--variant", "ultimate", "--opponent", "random_ultimate.py",

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import ROOT, Server
+from tests.support.servers import ROOT, Server
 from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
 
 PY = sys.executable

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import Remote, Server, close_all
-from tests.test_table import Person, friends, pushed, started
+from tests.support.servers import Remote, Server, close_all
+from tests.unit.test_table import Person, friends, pushed, started
 from ttt.replies import room
 from ttt.web import get_socketio
 from ttt.web.realtime.presence import MemorySeats, RedisSeats

@@ -18,7 +18,7 @@ import requests
 import socketio
 import websocket
 
-from tests.servers import Remote, Remotes, Server
+from tests.support.servers import Remote, Remotes, Server
 
 pytestmark = [pytest.mark.server]
 

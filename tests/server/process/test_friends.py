@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.servers import Remote, Server, close_all
+from tests.support.servers import Remote, Server, close_all
 
 pytestmark = pytest.mark.server
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.servers import Remote, Server, close_all
+from tests.support.servers import Remote, Server, close_all
 from ttt.match import create
 from ttt.store import open_store
 from ttt.web import create_app

@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from tests.servers import Log, Server
+from tests.support.servers import Log, Server
 
 pytestmark = pytest.mark.server
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import ROOT, Remote, Server, close_all
-from tests.stack import Gunicorn
+from tests.support.servers import ROOT, Remote, Server, close_all
+from tests.support.stack import Gunicorn
 
 pytestmark = pytest.mark.server
 X_WINS = (0, 3, 1, 4, 2)

@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from tests.servers import Remote, Server, close_all
+from tests.support.servers import Remote, Server, close_all
 from ttt.store import KINDS
 from ttt.web import create_app, get_socketio
 
@@ -237,7 +237,7 @@ def test_a_served_process_logs_each_event_as_json_without_secrets(tmp_path):
 
 @pytest.mark.server
 def test_python_app_py_drains_on_sigterm_and_its_player_comes_back(tmp_path):
-    from tests.stack import player
+    from tests.support.stack import player
 
     store = f"sqlite:///{tmp_path / 'ttt.sqlite3'}"
     log = tmp_path / "server.log"
@@ -330,7 +330,7 @@ def test_the_scrape_passes_promtool(metered, tmp_path):
     """`promtool check metrics` on a real scrape (names, types, help, units)."""
     import subprocess
 
-    from tests.servers import need_binary
+    from tests.support.servers import need_binary
 
     promtool = need_binary("promtool")
     metered.extensions["ttt_store"].get("nosuchgameatall00000a")
@@ -344,7 +344,7 @@ def test_the_shipped_prometheus_config_passes_promtool(tmp_path):
     """deploy/prometheus.yml as shipped, its token file made as docs/deploy.md says."""
     import subprocess
 
-    from tests.servers import ROOT, need_binary
+    from tests.support.servers import ROOT, need_binary
 
     promtool = need_binary("promtool")
     config = (ROOT / "deploy" / "prometheus.yml").read_text()

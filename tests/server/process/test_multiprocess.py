@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.servers import Remote, Server, close_all
+from tests.support.servers import Remote, Server, close_all
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
 
@@ -106,11 +106,11 @@ def test_a_killed_process_loses_nothing_its_player_resumes_on_the_other(two_serv
 def test_redis_outage_fails_health_and_recovers_on_its_own(tmp_path):
     import requests
 
-    from tests.servers import RedisServer, need_binary
+    from tests.support.servers import RedisServer, need_binary
 
     binary = need_binary("redis-server")
     # An outage, not a loss: a Redis that comes back empty is a store that lost its data,
-    # and stays 503 until restored (issue 45, tests/test_drill.py).
+    # and stays 503 until restored (issue 45, tests/deploy/test_drill.py).
     redis = RedisServer(binary, tmp_path, saved=True)
     url = redis.url
     server = Server({"TTT_STORE": url, "TTT_MESSAGE_QUEUE": url, "TTT_SECRET_KEY": "outage"},

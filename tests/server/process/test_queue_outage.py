@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from tests.servers import RedisServer, Remote, Server, close_all, need_binary
+from tests.support.servers import RedisServer, Remote, Server, close_all, need_binary
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
 

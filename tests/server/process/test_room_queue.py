@@ -20,7 +20,7 @@ import pytest
 import requests
 import socketio
 
-from tests.servers import RedisServer, Remote, Server, close_all, need_binary
+from tests.support.servers import RedisServer, Remote, Server, close_all, need_binary
 from ttt.web.transport.room_queue import RoomQueue
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
@@ -59,7 +59,7 @@ def three(request, tmp_path):
     try:
         for log in logs:
             if request.param == "gevent":
-                from tests.stack import Gunicorn
+                from tests.support.stack import Gunicorn
 
                 servers.append(Gunicorn(env, log).start())
             else:

@@ -27,7 +27,7 @@ import requests
 import websocket
 from flask.sessions import SecureCookieSessionInterface
 
-from tests.servers import ROOT, Log, Remotes, Server, free_port, in_ci
+from tests.support.servers import ROOT, Log, Remotes, Server, free_port, in_ci
 from ttt.web import create_app, get_socketio
 from ttt.web.realtime import housekeeping
 

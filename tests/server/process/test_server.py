@@ -5,7 +5,7 @@ import random
 import pytest
 import requests
 
-from tests.servers import Remote, Server, close_all
+from tests.support.servers import Remote, Server, close_all
 
 pytestmark = pytest.mark.server
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.servers import Remote, Server, close_all, in_ci
+from tests.support.servers import Remote, Server, close_all, in_ci
 from ttt.store.sqlite_pool import WAL_LIMIT
 
 pytestmark = pytest.mark.server
@@ -33,8 +33,10 @@ def small_disk(tmp_path):
     if done.returncode != 0:
         reason = f"cannot mount a small tmpfs here ({done.stderr.strip()})"
         if in_ci():
-            pytest.fail(reason + "; tests/test_store_faults.py simulates it per connection")
-        pytest.skip(reason + "; tests/test_store_faults.py simulates it")  # not in CI: fails above
+            pytest.fail(reason + "; tests/server/inprocess/test_store_faults.py simulates it per "
+                        "connection")
+        # Not in CI: fails above.
+        pytest.skip(reason + "; tests/server/inprocess/test_store_faults.py simulates it")
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
 

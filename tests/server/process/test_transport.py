@@ -32,7 +32,7 @@ from engineio import base_socket
 from engineio import socket as eio_socket
 from socketio import base_manager
 
-from tests.servers import ROOT, Log, Server
+from tests.support.servers import ROOT, Log, Server
 from ttt.web import create_app
 from ttt.web.transport import engine_hooks
 from ttt.web.transport.engine_hooks import HOOKS, HookMissing
