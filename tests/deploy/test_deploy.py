@@ -34,6 +34,7 @@ from tests.support.stack import (
     player,
     shipped,
 )
+from tests.support.waiting import eventually
 from ttt.web.ops import settings
 
 UNIT = DEPLOY / "ttt@.service"
@@ -90,10 +91,8 @@ def settle(backends: list[Gunicorn], expected: int) -> None:
     """Wait until the processes hold `expected` connections (earlier tests' players gone).
     A client whose close was lost on a busy machine is dropped by Engine.IO's ping (10 s
     between pings, 10 s to answer): the wait allows for that."""
-    deadline = time.monotonic() + 30
-    while sum(connections(b) for b in backends) != expected:
-        assert time.monotonic() < deadline, [connections(b) for b in backends]
-        time.sleep(0.05)
+    eventually(lambda: sum(connections(b) for b in backends) == expected, 30,
+               lambda: f"{[connections(b) for b in backends]}, not {expected} in all")
 
 
 def players_on_both(nginx, backends, transports, made: list) -> tuple[Remote, Remote]:
@@ -104,13 +103,11 @@ def players_on_both(nginx, backends, transports, made: list) -> tuple[Remote, Re
         before = [connections(b) for b in backends]
         remote = player(nginx.url, transports)
         made.append(remote)
-        deadline = time.monotonic() + 10
-        while True:
-            after = [connections(b) for b in backends]
-            if any(a > b for a, b in zip(after, before, strict=True)):
-                break
-            assert time.monotonic() < deadline, "the new connection shows on no process"
-            time.sleep(0.05)
+        def grown(before: list[int] = before) -> list[int] | None:
+            now = [connections(b) for b in backends]
+            return now if any(a > b for a, b in zip(now, before, strict=True)) else None
+
+        after = eventually(grown, 10, "the new connection shows on no process")
         landed = next(i for i, (a, b) in enumerate(zip(after, before, strict=True)) if a > b)
         by_backend.setdefault(landed, remote)
         if len(by_backend) == 2:
@@ -156,7 +153,7 @@ def test_the_front_logs_json_and_its_request_id_reaches_the_apps_lines(stack):
     nginx, backends, work = stack
     page = requests.get(nginx.url + "/", timeout=10)
     assert page.status_code == 200 and len(page.headers["X-Request-Id"]) == 32
-    line = wait_for(lambda: [x for x in front_lines(work)
+    line = eventually(lambda: [x for x in front_lines(work)
                              if x["request_id"] == page.headers["X-Request-Id"]], 10)[0]
     assert line["status"] == 200 and line["uri"] == "/" and line["method"] == "GET"
     assert line["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
@@ -171,24 +168,15 @@ def test_the_front_logs_json_and_its_request_id_reaches_the_apps_lines(stack):
         close_all(made)
     # The app's line for the event (its INFO lines are written in batches: waited for)
     # carries the id of the websocket's upgrade, whose nginx line is written when it closes.
-    answered = wait_for(lambda: [x for x in (work / "gunicorn1.log").read_text().splitlines()
+    answered = eventually(lambda: [x for x in (work / "gunicorn1.log").read_text().splitlines()
                                  + (work / "gunicorn2.log").read_text().splitlines()
                                  if f"game={game['id']}" in x and "event=new_game" in x], 10)
     found = re.search(r"\brequest=([0-9a-f]{32})\b", answered[0])
     assert len(answered) == 1 and found, answered
-    upgrade = wait_for(lambda: [x for x in front_lines(work)
+    upgrade = eventually(lambda: [x for x in front_lines(work)
                                 if x["request_id"] == found.group(1)], 15)[0]
     assert upgrade["uri"] == "/socket.io/" and upgrade["status"] == 101, upgrade
     assert upgrade["upstream_addr"] in {f"127.0.0.1:{b.port}" for b in backends}
-
-
-def wait_for(found, timeout: float):
-    deadline = time.monotonic() + timeout
-    while not (result := found()):
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.05)
-    return result
-
 
 def test_health_probes_are_kept_off_the_public_front(stack, tmp_path):
     """Issue 45: /healthz and /readyz through the front answer this machine and private
@@ -300,13 +288,11 @@ def land(remote: Remote, game_id: str, ply: int, cell: int, log: list) -> None:
 def settled(remote: Remote, game_id: str) -> dict:
     """The game as the server has it, asked until an answer comes (a client may still be
     reconnecting)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def answered() -> dict | None:
         seen = ask(remote, "join", {"game": game_id})
-        if seen is not None and seen.get("ok"):
-            return seen["game"]
-        time.sleep(0.05)
-    raise AssertionError(f"{game_id}: no answer to join")
+        return seen["game"] if seen is not None and seen.get("ok") else None
+
+    return eventually(answered, 30, f"{game_id}: no answer to join")
 
 
 # A polling client (requests under python-engineio) whose long-poll broke under it can leave
@@ -933,10 +919,7 @@ def test_a_killed_gunicorn_master_leaves_an_error_line(tmp_path):
         except FileNotFoundError:
             return True
 
-    deadline = time.monotonic() + 30
-    while not gone(workers[0]):
-        assert time.monotonic() < deadline, "the orphaned worker did not exit"
-        time.sleep(0.1)
+    eventually(lambda: gone(workers[0]), 30, "the orphaned worker did not exit", interval=0.1)
     lines = [json.loads(x) for x in (tmp_path / "gunicorn.log").read_text().splitlines()
              if x.startswith("{")]
     errors = [x for x in lines if x["level"] == "ERROR" and "master" in x["message"]]

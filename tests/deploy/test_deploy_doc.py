@@ -32,6 +32,7 @@ import pytest
 import requests
 
 from tests.support.servers import ROOT, RedisServer, free_port, need_binary
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.deploy, pytest.mark.server, pytest.mark.redis]
 
@@ -155,12 +156,9 @@ def repository(tmp: Path) -> tuple[Path, str, str, str]:
 
 
 def wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not (path.exists() and text in path.read_text()):
-        assert time.monotonic() < deadline, (path, path.read_text() if path.exists() else "")
-        time.sleep(0.1)
+    eventually(lambda: path.exists() and text in path.read_text(), timeout,
+               lambda: f"no {text!r} in {path}: {path.read_text() if path.exists() else ''}",
+               interval=0.1)
 
 
 def commit_of(site: Site, port: str) -> str:

@@ -17,6 +17,7 @@ import requests
 
 from tests.deploy.test_alerts import alerts
 from tests.support.servers import ROOT, RedisServer, Remote, Server, need_binary
+from tests.support.waiting import eventually
 
 TOKEN = "drill-metrics-token"
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
@@ -88,19 +89,6 @@ def firing(alert: str, now: list[Sample], before: list[Sample] | None = None) ->
     return [dict(zip(keys, group, strict=True)) for group, grew in sums.items()
             if grew > float(number)]
 
-
-def wait_until(check, timeout: float, what: str):
-    """Poll `check` (a state, never a sleep in place of one) until it gives something."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.2)
-
-
 def log_lines(path, needle: str) -> list[dict]:
     lines = []
     for raw in path.read_text().splitlines():
@@ -139,17 +127,17 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
         player = Remote(server.url)
         game = player.call("new_game", HARD)["game"]
         assert player.call("analyze", {"game": game["id"]})["ok"]
-        pid = wait_until(lambda: worker_pids(server), 30, "a search process")[0]
+        pid = eventually(lambda: worker_pids(server), 30, "a search process", interval=0.2)[0]
         os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: [s for s in scrape(server) if s[0] == "ttt_ai_workers"
+        eventually(lambda: [s for s in scrape(server) if s[0] == "ttt_ai_workers"
                             and s[1]["where"] == "local" and s[2] == 0], 10,
-                   "ttt_ai_workers{where=local} 0")
+                   "ttt_ai_workers{where=local} 0", interval=0.2)
         moved = player.call("move", {"game": game["id"], "cell": 40}, timeout=30)
         assert moved["ok"], moved
         player.wait_for("game", lambda g: len(g["moves"]) >= 2, 60)  # the AI moved: a new one
-        restarts = wait_until(lambda: [s[2] for s in scrape(server)
+        restarts = eventually(lambda: [s[2] for s in scrape(server)
                                        if s[0] == "ttt_ai_worker_restarts_total" and s[2]], 10,
-                              "a restart counted")
+                              "a restart counted", interval=0.2)
         assert restarts == [1.0]
         lines = log_lines(log, "starting another")
         assert [line["message"] for line in lines] == [
@@ -162,8 +150,8 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
         mark = len(log.read_bytes())
         redis_server.stop()
         started = time.monotonic()
-        down = wait_until(lambda: firing("TTTPartDown", scrape(server)), SEEN_WITHIN,
-                          "TTTPartDown's expression")
+        down = eventually(lambda: firing("TTTPartDown", scrape(server)), SEEN_WITHIN,
+                          "TTTPartDown's expression", interval=0.2)
         print(f"store down seen on a scrape {time.monotonic() - started:.1f} s after Redis "
               "stopped")
         assert down == [{"job": "ttt", "instance": "drill", "part": "store"}]
@@ -173,7 +161,8 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
         assert firing("TTTStoreErrors", scrape(server), before)  # count_live_by_kind failed
         assert len(log_lines(log, "store down: ")) == 1
         redis_server.start()
-        wait_until(lambda: not firing("TTTPartDown", scrape(server)), 30, "the store back")
+        eventually(lambda: not firing("TTTPartDown", scrape(server)), 30, "the store back",
+                   interval=0.2)
         back = log_lines(log, "store down: back after")
         assert len(back) == 1 and len(log_lines(log, "store down: ")) == 2
         # The whole outage, every probe and tick through it, in a few lines (each folded
@@ -192,8 +181,8 @@ def test_drills_a_killed_worker_redis_stopped_and_the_store_wiped(tmp_path):
         client.flushdb()
         client.close()
         started = time.monotonic()
-        lost = wait_until(lambda: firing("TTTStoreLostData", scrape(server)), SEEN_WITHIN,
-                          "TTTStoreLostData's expression")
+        lost = eventually(lambda: firing("TTTStoreLostData", scrape(server)), SEEN_WITHIN,
+                          "TTTStoreLostData's expression", interval=0.2)
         print(f"store wiped seen on a scrape {time.monotonic() - started:.1f} s after FLUSHDB")
         assert lost == [{"job": "ttt", "instance": "drill"}]
         assert firing("TTTPartDown", scrape(server))
@@ -248,8 +237,8 @@ def test_drill_a_sqlite_file_deleted_under_the_server_is_the_store_lost(tmp_path
         assert firing("TTTStoreLostData", scrape(server)) == []
         for suffix in ("", "-wal", "-shm"):
             (tmp_path / f"ttt.sqlite3{suffix}").unlink(missing_ok=True)
-        lost = wait_until(lambda: firing("TTTStoreLostData", scrape(server)), SEEN_WITHIN,
-                          "TTTStoreLostData's expression")
+        lost = eventually(lambda: firing("TTTStoreLostData", scrape(server)), SEEN_WITHIN,
+                          "TTTStoreLostData's expression", interval=0.2)
         assert lost == [{"job": "ttt", "instance": "drill"}]
         answer = requests.get(server.url + "/healthz", timeout=10)
         assert answer.status_code == 503 and answer.json()["down"] == ["store"]

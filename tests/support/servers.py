@@ -15,6 +15,8 @@ from pathlib import Path
 import requests
 import socketio
 
+from tests.support.waiting import eventually
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,19 +67,18 @@ class Server:
             stdin=subprocess.DEVNULL)
         if self.log:
             out.close()  # the child holds its own copy
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}")
-            try:
-                health = requests.get(self.url + "/healthz", timeout=1)
-                # Up, or up but for remote AI workers not started yet (a test starts them).
-                if health.status_code == 200 or health.json().get("down") == ["ai"]:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server did not become healthy")
+        eventually(self._healthy, timeout, "the server did not become healthy", interval=0.1)
+        return self
+
+    def _healthy(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"server exited with {self.proc.returncode}")
+        try:
+            health = requests.get(self.url + "/healthz", timeout=1)
+        except requests.RequestException:
+            return False
+        # Up, or up but for remote AI workers not started yet (a test starts them).
+        return health.status_code == 200 or health.json().get("down") == ["ai"]
 
     def kill(self) -> None:
         """SIGKILL: no clean-up, as a crash."""
@@ -137,24 +138,21 @@ class Remote:
 
     def wait_for(self, name: str, predicate, timeout: float = 5.0):
         """The first push of that name matching predicate, waiting for it."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for payload in self.pushed(name):
-                if predicate(payload):
-                    return payload
-            time.sleep(0.02)
-        raise AssertionError(f"no {name} push matched within {timeout}s: {self.pushed(name)[-3:]}")
+        # (p,): a push matched is found even when it is falsy (an empty payload).
+        return eventually(lambda: next(((p,) for p in self.pushed(name) if predicate(p)), None),
+                          timeout, lambda: f"no {name} push matched: {self.pushed(name)[-3:]}",
+                          interval=0.02)[0]
 
     def wait_until(self, event: str, payload: dict, predicate, timeout: float = 10.0) -> dict:
         """Call until the answer matches predicate (a state the server reaches by itself)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            answer = self.call(event, payload)
-            if predicate(answer):
-                return answer
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{event} never matched within {timeout}s: {answer}")
-            time.sleep(0.1)
+        answers: list[dict] = []
+
+        def matched() -> tuple[dict] | None:
+            answers.append(self.call(event, payload))
+            return (answers[-1],) if predicate(answers[-1]) else None
+
+        return eventually(matched, timeout, lambda: f"{event} never matched: {answers[-1]}",
+                          interval=0.1)[0]
 
     def close(self) -> None:
         if self.sio.connected:

@@ -14,6 +14,7 @@ import requests
 import socketio
 
 from tests.support.servers import ROOT, Remote, free_port
+from tests.support.waiting import eventually
 
 DEPLOY = ROOT / "deploy"
 UNIT = DEPLOY / "ttt@.service"
@@ -70,17 +71,15 @@ class Gunicorn:
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"{url}: exited with {proc.returncode}")
         try:
-            if requests.get(url + "/healthz", timeout=2).status_code == 200:
-                return
+            return requests.get(url + "/healthz", timeout=2).status_code == 200
         except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not become healthy")
+            return False
+
+    eventually(healthy, timeout, f"{url} did not become healthy", interval=0.1)
 
 
 def nginx_conf(site: Path, listen: int, upstreams: list[int], workdir: Path,

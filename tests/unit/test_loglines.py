@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import eventually
 from ttt import loglines
 from ttt.web.ops import logs
 
@@ -39,14 +40,6 @@ def logger():
     for handler in list(made.handlers):
         made.removeHandler(handler)
 
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_info_lines_are_written_in_one_batch_soon_after(logger):
     stream = Stream()
     handler = loglines.Handler(stream, every=0.05)
@@ -54,7 +47,7 @@ def test_info_lines_are_written_in_one_batch_soon_after(logger):
     logger.addHandler(handler)
     for n in range(100):
         logger.info("line %d", n)
-    wait_for(lambda: stream.getvalue().count("\n") == 100)
+    eventually(lambda: stream.getvalue().count("\n") == 100, 10, interval=0.01)
     assert stream.getvalue().splitlines() == [f"line {n}" for n in range(100)]
     assert stream.writes < 10  # batched: not one write per line
 

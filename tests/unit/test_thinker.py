@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
 
+from tests.support.waiting import eventually
 from ttt.thinker import ACTIVE_SECONDS, REPLY_BOUND, Busy, Scheduler, Task, WorkerLost
 from ttt.workers import ProcessRunner
 
@@ -177,9 +177,7 @@ def test_a_worker_process_killed_mid_search_is_replaced_and_the_move_still_found
         landed: list = []
         # Past the opening book (its moves are instant): a search that takes its time.
         ticket = move(pool, "ana", "home", "g1", done=landed.append, moves=(40, 36, 4, 37))
-        deadline = time.monotonic() + 30
-        while not pool._running and time.monotonic() < deadline:  # the search is on its worker
-            time.sleep(0.005)
+        eventually(lambda: pool._running, 30, "the search on its worker", interval=0.005)
         os.kill(first, signal.SIGKILL)
         assert ticket.wait(60), "the move was lost with its worker"
         assert ticket.error is None and ticket.attempts == 1

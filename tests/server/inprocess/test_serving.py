@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import eventually
 from ttt.web.transport import serving
 from ttt.web.transport.serving import BoundedServer, counted_as
 
@@ -179,10 +180,8 @@ def test_slow_bodies_count_as_waiting_and_past_the_cap_are_refused(server):
         s.sendall(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\na")
         held.append(s)
     server.body_seconds = 30
-    deadline = time.monotonic() + 10
-    while waiting(server) < 8:  # every one accepted and reading its body
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    eventually(lambda: waiting(server) >= 8, 10, "every one accepted and reading its body",
+               interval=0.01)
     extra = connect(server)
     assert answer(extra).startswith(b"HTTP/1.1 503")
     extra.close()

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import requests
 
 from tests.server.process.test_security import Gunicorn, need_module
 from tests.support.servers import ROOT, Log, Remotes, Server
+from tests.support.waiting import eventually
 from ttt.limits import Limits
 from ttt.store import open_store
 from ttt.table import Table
@@ -23,18 +23,6 @@ from ttt.web.realtime.presence import MemorySeats, Presence
 from ttt.workers import queue_name
 
 HARD = {"mode": "ai", "you": "X", "level": "hard", "variant": "ultimate"}
-
-
-def wait_until(predicate, timeout: float = 60, what: str = "state"):
-    """Poll for a state (never a fixed sleep): the value once truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"{what} not reached within {timeout}s")
-
 
 class Held:
     """A worker the test releases one search at a time; each runs the real search, briefly."""
@@ -85,8 +73,8 @@ def test_an_ultimate_move_is_answered_at_once_and_the_ais_reply_pushed(pooled):
     answer = call(ana, "move", game=game["id"], cell=40)
     assert answer["ok"] and answer["game"]["moves"][0] == 40
     seen: list = []
-    reply = wait_until(lambda: next((g for g in pushed_games(ana, seen)
-                                     if len(g["moves"]) == 2), None), what="the AI's reply")
+    reply = eventually(lambda: next((g for g in pushed_games(ana, seen)
+                                     if len(g["moves"]) == 2), None), 60, message="the AI's reply")
     assert reply["turn"] == "X" and reply["moves"][1] // 9 == 4 and reply["legal"]
     assert reply["rev"] > answer["game"]["rev"]
 
@@ -111,12 +99,12 @@ def test_a_full_queue_answers_busy_to_evaluations_and_still_takes_moves(pooled):
     held.go.release()
     held.go.release()  # ana's, then ben's
     seen: list = []
-    reply = wait_until(lambda: next((g for g in pushed_games(ben, seen)
+    reply = eventually(lambda: next((g for g in pushed_games(ben, seen)
                                      if g["id"] == second["id"] and len(g["moves"]) == 2),
-                                    None), what="ben's AI reply")
+                                    None), 60, message="ben's AI reply")
     assert reply["turn"] == "X"
     held.go.release()  # the evaluation now gets a worker: once found, it is cached
-    wait_until(lambda: call(cid, "analyze", game=third["id"]).get("ok"), what="an analysis")
+    eventually(lambda: call(cid, "analyze", game=third["id"]).get("ok"), 60, message="an analysis")
     searches = table.thinker.searches
     hinted = call(cid, "hint", game=third["id"])
     assert hinted["ok"] and hinted["best"] and table.thinker.searches == searches  # cached
@@ -135,10 +123,10 @@ def test_joining_while_the_ai_thinks_shares_its_search(pooled):
         assert joined["ok"] and joined["game"]["turn"] == "O"
     held.go.release()
     seen: list = []
-    wait_until(lambda: any(len(g["moves"]) == 2 for g in pushed_games(ana, seen)),
-               what="the AI's reply")
+    eventually(lambda: any(len(g["moves"]) == 2 for g in pushed_games(ana, seen)), 60,
+               message="the AI's reply")
     # A second search would be queued or held on the worker now (Held never lets it end).
-    wait_until(lambda: not table.thinker._by_key, what="the search done with")
+    eventually(lambda: not table.thinker._by_key, 60, message="the search done with")
     assert table.thinker.searches == 1
     assert table.thinker._queued == 0 and not table.thinker._running
     assert len(table.store.get(game["id"]).moves) == 2
@@ -168,7 +156,7 @@ def test_a_reply_that_lands_while_the_page_enters_its_room_is_in_the_answer():
     assert reply.answer["game"]["moves"] == [] and reply.then is not None
     assert held.started.acquire(timeout=30)
     held.go.release()
-    wait_until(lambda: len(store.get(reply.answer["game"]["id"]).moves) == 1, what="landing")
+    eventually(lambda: len(store.get(reply.answer["game"]["id"]).moves) == 1, 60, message="landing")
     assert store.get(reply.answer["game"]["id"]).untouched  # nobody but the AI has moved
     answer = reply.then().answer  # after the room is joined
     assert answer["ok"] and len(answer["game"]["moves"]) == 1 and answer["game"]["turn"] == "O"
@@ -197,7 +185,7 @@ def test_a_restart_plays_the_ai_move_that_was_waiting(tmp_path):
         assert len(store.get(game["id"]).moves) == 1
         again = Server(env, log=tmp_path / "two.log").start()
         try:
-            wait_until(lambda: len(store.get(game["id"]).moves) == 2, 60,
+            eventually(lambda: len(store.get(game["id"]).moves) == 2, 60,
                        "the waiting AI move played after the restart")
         finally:
             again.stop()
@@ -259,7 +247,7 @@ def test_a_queue_worker_on_another_machine_plays_the_ais_move(tmp_path, redis_ur
         ana = remotes()
         game = ana.call("new_game", HARD)["game"]
         assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
-        wait_until(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30,
+        eventually(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30,
                    "the search queued in Redis")
         assert not [g for g in ana.pushed("game") if len(g["moves"]) == 2]
         # Whoever can write to the Redis cannot make a worker run anything but a search.
@@ -333,13 +321,13 @@ def test_a_worker_of_another_build_is_refused_every_search(tmp_path, redis_url):
     try:
         assert refused() == 0.0  # at zero from start-up
         start(other, "old-worker.log")
-        wait_until(lambda: "build" in Log(tmp_path / "old-worker.log").since(0), 60,
+        eventually(lambda: "build" in Log(tmp_path / "old-worker.log").since(0), 60,
                    "the other build's worker started and said its build")
         ana = remotes()
         game = ana.call("new_game", HARD)["game"]
         assert ana.call("move", {"game": game["id"], "cell": 40})["ok"]
-        wait_until(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30, "search queued")
-        wait_until(lambda: refused() == 1.0, 30, "the worker counted as refused")
+        eventually(lambda: queue.llen(f"rq:queue:{queue_name()}") == 1, 30, "search queued")
+        eventually(lambda: refused() == 1.0, 30, "the worker counted as refused")
         lines = [x for x in Log(tmp_path / "server.log").since(0).splitlines()
                  if "it is refused every search" in x]
         assert len(lines) == 1, lines

@@ -22,6 +22,7 @@ import pytest
 import requests
 
 from tests.support.servers import Server
+from tests.support.waiting import eventually
 
 PY = sys.executable
 OPERATOR = "operator-token-for-the-learner-test-0123456789"
@@ -137,13 +138,9 @@ class Lines:
             self.lines.append((time.time(), line))
 
     def when(self, text: str, timeout: float = 60) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for at, line in list(self.lines):
-                if text in line:
-                    return at
-            time.sleep(0.05)
-        raise AssertionError(f"no line with {text!r} in:\n{self.text()}")
+        return eventually(lambda: next((at for at, line in list(self.lines) if text in line),
+                                       None), timeout,
+                          lambda: f"no line with {text!r} in:\n{self.text()}")
 
     def text(self) -> str:
         return "".join(line for _, line in self.lines)
@@ -282,7 +279,6 @@ def test_ctrl_c_resigns_the_game_on_prints_the_summary_and_exits_0(site, desk):
     assert result["returncode"] == 0 and "Traceback" not in err, err
     assert re.search(r"\d+ games: \d+ won, \d+ drawn, \d+ lost", err), err
     assert result["games"] >= 1 and result["error"] is None, result
-    began = time.monotonic()  # a clean close: offline at once, not at the next ping
-    while bots(site)["stopper"]["online"]:
-        assert time.monotonic() - began < 5, "still online 5 s after a clean exit"
-        time.sleep(0.1)
+    # A clean close: offline at once, not at the next ping.
+    eventually(lambda: not bots(site)["stopper"]["online"], 5, "still online after a clean exit",
+               interval=0.1)

@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.servers import ROOT, Remote, Server, close_all
+from tests.support.waiting import eventually
 from ttt.bots.rounds import ladder_round
 from ttt.bots.sdk import Api, Runner, load_move
 
@@ -38,25 +38,17 @@ def two_servers(redis_url, tmp_path):
     for i in (1, 2):
         assert "Traceback" not in Path(tmp_path / f"server{i}.log").read_text()
 
-
-def wait_for(test, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not test():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.05)
-
-
 def test_two_bots_on_two_processes_challenge_and_play_each_other(two_servers):
     (one, two), store = two_servers
     alpha = Api(one.url, make_bot(store, "alpha"))
     beta = Api(two.url, make_bot(store, "beta"))
     listener = Runner(beta, MINIMAX)
     threading.Thread(target=listener.run, args=(60,), daemon=True).start()
-    wait_for(lambda: any(b["online"] for b in Api(one.url, "-").call(
+    eventually(lambda: any(b["online"] for b in Api(one.url, "-").call(
         "/api/bots", method="GET")["bots"] if b["name"] == "beta"))
     challenger = Runner(alpha, MINIMAX, schedule=["bot:beta"] * 2, rated=True)
     threading.Thread(target=challenger.run, args=(60,), daemon=True).start()
-    wait_for(lambda: challenger.tally.games == 2 and listener.tally.games == 2, 60)
+    eventually(lambda: challenger.tally.games == 2 and listener.tally.games == 2, 60)
     challenger.stop()
     listener.stop()
     assert challenger.tally.draws == listener.tally.draws == 2  # minimax against itself
@@ -74,7 +66,7 @@ def test_a_person_on_one_process_plays_a_bot_streaming_from_the_other(two_server
                        transports=["websocket"], wait_timeout=5, auth={"protocol": 3})
     try:
         game = person.call("new_game", {"mode": "friend", "you": "X"})["game"]
-        wait_for(lambda: any(b["online"] for b in Api(two.url, "-").call(
+        eventually(lambda: any(b["online"] for b in Api(two.url, "-").call(
             "/api/bots", method="GET")["bots"]))
         given = person.http.post(f"{two.url}/api/game/{game['id']}/opponent",
                                  json={"opponent": "bot:minimax"}, timeout=10)
@@ -113,7 +105,7 @@ def test_a_ladder_round_on_one_process_among_bots_streaming_from_both(two_server
     for runner in runners:
         threading.Thread(target=runner.run, args=(60,), daemon=True).start()
     ladder = Api(one.url, OPERATOR)
-    wait_for(lambda: ladder.call("/api/ladder", method="GET")["online"] == ["alpha", "beta"])
+    eventually(lambda: ladder.call("/api/ladder", method="GET")["online"] == ["alpha", "beta"])
     result = ladder_round(one.url, OPERATOR, games=2, timeout=60)
     for runner in runners:
         runner.stop()

@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from tests.support.servers import ROOT, Server
+from tests.support.waiting import eventually
 from ttt.bots.sdk import Api, Runner, Unauthorized, load_move
 
 PY = sys.executable
@@ -91,17 +92,6 @@ def start(world, program, token: Path, *args: str) -> subprocess.Popen:
 def bots(world) -> dict[str, dict]:
     return {b["name"]: b for b in Api(world[0].url, "-").call("/api/bots", method="GET")["bots"]}
 
-
-def wait_for(test, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = test()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("the state never came")
-
-
 def test_the_ladder_command_plays_a_round_among_the_bots_online(world):
     names = {"online-a": MINIMAX, "online-b": MINIMAX, "online-c": RANDOM}
     runners = {name: Runner(Api(world[0].url, make_bot(world, name).read_text().strip()),
@@ -111,7 +101,8 @@ def test_the_ladder_command_plays_a_round_among_the_bots_online(world):
         threading.Thread(target=runner.run, args=(300,), daemon=True).start()
     try:
         # Exactly these are online (a program that died shows offline once a ping fails).
-        wait_for(lambda: {n for n, b in bots(world).items() if b["online"]} == set(names), 90)
+        eventually(lambda: {n for n, b in bots(world).items() if b["online"]} == set(names), 90,
+                   interval=0.1)
         before = {name: bots(world)[name]["vs_bots"] for name in names}
         refused = cli("ladder", "--server", world[0].url, "--games", "2",
                       env={"TTT_OPERATOR_TOKEN": "not-the-operator"})
@@ -176,7 +167,7 @@ def test_the_sdk_stops_when_another_program_takes_its_token_over(world):
     program = slow_bot(world, "steady", 0.15)
     bot = start(world, program, token, "--games", "6", "--opponent", "ai:perfect")
     try:
-        wait_for(lambda: bots(world)["steady"]["online"])
+        eventually(lambda: bots(world)["steady"]["online"], 60, interval=0.1)
         # Another stream with the same token replaces the SDK's: it says so and stops,
         # never a tug-of-war of reconnections.
         intruder = Api(world[0].url, token.read_text().strip())
@@ -198,7 +189,7 @@ def test_a_revoked_token_is_cut_off_mid_game(world):
     program = slow_bot(world, "doomed", 0.3)
     bot = start(world, program, token, "--games", "50", "--opponent", "ai:perfect")
     try:
-        wait_for(lambda: bots(world)["doomed"]["online"])
+        eventually(lambda: bots(world)["doomed"]["online"], 60, interval=0.1)
         revoked = cli("revoke", "doomed", "--store", store)
         assert revoked.returncode == 0, revoked.stderr
         began = time.monotonic()
@@ -208,7 +199,7 @@ def test_a_revoked_token_is_cut_off_mid_game(world):
         bot.kill()
     result = json.loads(out.splitlines()[-1])
     assert bot.returncode == 1 and result["error"] and result["games"] < 50
-    wait_for(lambda: not bots(world)["doomed"]["online"])
+    eventually(lambda: not bots(world)["doomed"]["online"], 60, interval=0.1)
     with pytest.raises(Unauthorized):
         Api(world[0].url, token.read_text().strip()).challenge("ai:easy")
 

@@ -6,12 +6,11 @@ RecursionError inside the JSON parser: 500 and an ERROR traceback in the log per
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import requests
 
 from tests.support.servers import Log, Server
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.server
 
@@ -65,11 +64,11 @@ def endpoints(token: str) -> dict[str, tuple[str, dict]]:
 def wait_for_marker(log: Log, mark: int, marker: str) -> str:
     """The log since `mark`, once the server has logged the request carrying `marker` (its
     access line comes after anything the request itself logged)."""
-    deadline = time.monotonic() + 30
-    while marker not in (text := log.since(mark)):
-        assert time.monotonic() < deadline, f"no {marker} in the log: {text[-2000:]}"
-        time.sleep(0.05)
-    return text
+    def holding() -> str:
+        text = log.since(mark)
+        return text if marker in text else ""
+
+    return eventually(holding, 30, lambda: f"no {marker} in the log: {log.since(mark)[-2000:]}")
 
 
 @pytest.mark.parametrize("kind", list(BODIES))

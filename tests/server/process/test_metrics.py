@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 
 import pytest
 import requests
 
 from tests.support.servers import Remote, Server, close_all
+from tests.support.waiting import eventually
 from ttt.store import KINDS
 from ttt.web import create_app, get_socketio
 
@@ -79,10 +79,9 @@ def test_counters_move_when_games_are_played(metered):
                                      "level": "easy"}, callback=True)["game"]
     assert sio.emit("move", {"game": ultimate["id"], "cell": 40}, callback=True)["ok"]
     searched = value(before, "ttt_ai_search_seconds_count")
-    deadline = time.monotonic() + 60  # the AI's reply lands when a worker has found it
-    while value(scrape(client), "ttt_ai_search_seconds_count") == searched:
-        assert time.monotonic() < deadline, "the ultimate AI's search was never counted"
-        time.sleep(0.05)
+    # The AI's reply lands when a worker has found it.
+    eventually(lambda: value(scrape(client), "ttt_ai_search_seconds_count") != searched, 60,
+               "the ultimate AI's search was never counted")
     after = scrape(client)
     assert value(after, "ttt_events_total", event="move", result="ok") == 6
     code = refused["error"]["code"]
@@ -248,9 +247,8 @@ def test_python_app_py_drains_on_sigterm_and_its_player_comes_back(tmp_path):
         assert alice.call("move", {"game": game["id"], "cell": 4})["ok"]
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(30) == 0  # by itself, well before anyone kills it
-        deadline = time.monotonic() + 30  # the client hears the close on its own thread
-        while alice.drops == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # The client hears the close on its own thread.
+        eventually(lambda: alice.drops, 30, "the client never heard the close")
         assert alice.drops == 1
         server.start()  # the same port: the client finds it again by itself
         assert _connected(alice)
@@ -263,13 +261,8 @@ def test_python_app_py_drains_on_sigterm_and_its_player_comes_back(tmp_path):
 
 
 def _connected(remote: Remote, timeout: float = 30) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not remote.sio.connected:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
+    eventually(lambda: remote.sio.connected, timeout, "the client never connected again",
+               interval=0.02)
     return True
 
 

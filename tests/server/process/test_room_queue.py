@@ -21,6 +21,7 @@ import requests
 import socketio
 
 from tests.support.servers import RedisServer, Remote, Server, close_all, need_binary
+from tests.support.waiting import eventually
 from ttt.web.transport.room_queue import RoomQueue
 
 pytestmark = [pytest.mark.server, pytest.mark.redis]
@@ -36,14 +37,6 @@ def heard(server: Any, channel: str) -> float:
                       text, re.M)
     assert found, text[-2000:]
     return float(found[1])
-
-
-def wait_until(check, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
 
 @pytest.fixture(params=["threading", "gevent"])
 def three(request, tmp_path):
@@ -91,16 +84,16 @@ def test_pushes_go_only_where_the_room_is_and_resume_after_a_redis_restart(three
     assert heard(idle, "room") == idle_before  # carol's, holding no member, heard none
 
     redis.stop()
-    wait_until(lambda: requests.get(two.url + "/healthz", timeout=10).status_code == 503,
+    eventually(lambda: requests.get(two.url + "/healthz", timeout=10).status_code == 503,
                30, "the listener never saw Redis go")
     redis.start()
     back = time.monotonic()
-    while True:  # bob moves as soon as his process can again
+    def move_once_writable() -> dict | None:
         moved = bob.call("move", {"game": game["id"], "cell": 2}, timeout=10)
-        if moved["ok"] or moved["error"]["code"] != "unavailable":
-            break
-        assert time.monotonic() - back < 10, moved
-        time.sleep(0.05)
+        return moved if moved["ok"] or moved["error"]["code"] != "unavailable" else None
+
+    # Bob moves as soon as his process can again.
+    moved = eventually(move_once_writable, 10, "bob's process never wrote again")
     assert moved["ok"], moved
     alice.wait_for("game", lambda g: g["version"] == 4,
                    timeout=max(0.1, back + 3.0 - time.monotonic()))
@@ -150,7 +143,7 @@ def test_a_push_to_a_sid_reaches_its_process_only_and_a_left_room_is_unsubscribe
     sid = a.manager.connect("eio-a", "/")
     a.manager.enter_room(sid, "/", "g:1")
     room = a.manager.room_channel("/", "g:1")
-    wait_until(lambda: subscribed(a, room) and subscribed(a, a.manager.room_channel("/", sid)),
+    eventually(lambda: subscribed(a, room) and subscribed(a, a.manager.room_channel("/", sid)),
                5, "the rooms were not subscribed")
     assert not subscribed(b, room)
 
@@ -158,15 +151,15 @@ def test_a_push_to_a_sid_reaches_its_process_only_and_a_left_room_is_unsubscribe
     assert a.got.wait(5)
     assert a.sent == [("eio-a", ["game", {"to": "sid"}])]
     b.emit("game", {"to": "room"}, room="g:1")
-    wait_until(lambda: len(a.sent) == 2, 5, "the room push did not arrive")
+    eventually(lambda: len(a.sent) == 2, 5, "the room push did not arrive")
     assert b.manager.heard["room"] == 0  # b holds nothing: it heard nothing
 
     a.manager.leave_room(sid, "/", "g:1")
     assert "g:1" not in a.manager.rooms["/"]
-    wait_until(lambda: not subscribed(a, room), 5, "the left room stayed subscribed")
+    eventually(lambda: not subscribed(a, room), 5, "the left room stayed subscribed")
     b.emit("game", {"to": "nobody"}, room="g:1")
     b.emit("game", {"to": "sid again"}, to=sid)  # after it on one connection: in order
-    wait_until(lambda: len(a.sent) == 3, 5, "the second sid push did not arrive")
+    eventually(lambda: len(a.sent) == 3, 5, "the second sid push did not arrive")
     assert a.sent[-1] == ("eio-a", ["game", {"to": "sid again"}])
     assert a.manager.heard["room"] == 3  # the two sid pushes and the room's one, no more
     a.emit("game", {"to": "local sid"}, to=sid)  # this process's own: never published

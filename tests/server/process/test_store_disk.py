@@ -11,13 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from tests.support.servers import Remote, Server, close_all, in_ci
+from tests.support.waiting import eventually
 from ttt.store.sqlite_pool import WAL_LIMIT
 
 pytestmark = pytest.mark.server
@@ -70,20 +70,20 @@ def test_a_full_disk_is_unavailable_and_comes_back_by_itself(small_disk, tmp_pat
         # Until the write-ahead log needs room it cannot have: every answer ok or
         # unavailable, never internal.
         codes = []
-        deadline = time.monotonic() + 60
-        while "unavailable" not in codes:
-            assert time.monotonic() < deadline, codes[-5:]
+
+        def refused() -> bool:
             made = player.call("new_game", {"mode": "local"}, timeout=15)
             codes.append("ok" if made["ok"] else made["error"]["code"])
             assert codes[-1] in ("ok", "unavailable"), made
+            return codes[-1] == "unavailable"
+
+        eventually(refused, 60, lambda: f"never unavailable: {codes[-5:]}", interval=0)
         health = requests.get(server.url + "/healthz", timeout=10)
         assert health.status_code == 503 and health.json()["down"] == ["store"], health.text
 
         os.remove(filler)  # space again: nobody restarts anything
-        deadline = time.monotonic() + 30
-        while requests.get(server.url + "/healthz", timeout=10).status_code != 200:
-            assert time.monotonic() < deadline, "the store never came back"
-            time.sleep(0.1)
+        eventually(lambda: requests.get(server.url + "/healthz", timeout=10).status_code == 200,
+                   30, "the store never came back", interval=0.1)
         again = player.call("new_game", {"mode": "local"})
         assert again["ok"], again
         assert player.call("move", {"game": again["game"]["id"], "cell": 4})["ok"]

@@ -33,6 +33,7 @@ from engineio import socket as eio_socket
 from socketio import base_manager
 
 from tests.support.servers import ROOT, Log, Server
+from tests.support.waiting import eventually
 from ttt.web import create_app
 from ttt.web.transport import engine_hooks
 from ttt.web.transport.engine_hooks import HOOKS, HookMissing
@@ -70,11 +71,12 @@ def opened_session(base: str, cookie: str) -> tuple[str, dict]:
 
 
 def wait_for_line(log: Log, mark: int, needle: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while needle not in (text := log.since(mark)):
-        assert time.monotonic() < deadline, f"no {needle!r} in the log: {text[-1500:]}"
-        time.sleep(0.05)
-    return text
+    def holding() -> str:
+        text = log.since(mark)
+        return text if needle in text else ""
+
+    return eventually(holding, timeout,
+                      lambda: f"no {needle!r} in the log: {log.since(mark)[-1500:]}")
 
 
 def websocket_of(base: str, cookie: str) -> websocket.WebSocket:
