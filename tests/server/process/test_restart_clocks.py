@@ -4,13 +4,18 @@ time it had."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import time
 
 import pytest
+import redis
 
 from tests.support.servers import Remote, Server, close_all
+from tests.support.waiting import eventually
+from ttt.store.redis_keys import BEAT
 
 pytestmark = pytest.mark.server
 
@@ -38,8 +43,34 @@ def o_on_move(alice: Remote, bob: Remote) -> tuple[str, float, float]:
     return game["id"], answer["game"]["time_left"], seen
 
 
+def stamped_since(store: str, moment: float) -> bool:
+    """Whether a clock loop has stamped the store as up (its beat, wall time) after `moment`."""
+    if store.startswith("sqlite:///"):
+        uri = f"file:{store.removeprefix('sqlite:///')}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            row = db.execute("SELECT at FROM beats WHERE name = 'up'").fetchone()
+        at = row[0] if row else None
+    else:
+        client = redis.Redis.from_url(store)
+        try:
+            at = client.get(BEAT)
+        finally:
+            client.close()
+    return at is not None and float(at) > moment
+
+
+def stamped_after_the_last_move(env: dict[str, str]) -> None:
+    """Wait until the clock loop (once a second, server up) has stamped the store after the
+    move just answered: the outage that follows is then counted from a stamp that knows it."""
+    moved = time.time()
+    eventually(lambda: stamped_since(env["TTT_STORE"], moved), 15, "the clock loop's stamp")
+
+
 def wait_past(moment: float, seconds: float) -> None:
-    """Let `seconds` pass since `moment`: the outage itself, what these tests are about."""
+    """Let `seconds` pass since `moment`: the outage itself, what these tests are about. Its
+    length is the product's own timer: longer than the side on move had (CLOCK, the shortest
+    clock a game may have, no setting) and than the gap after which clocks get an outage
+    back (5 s)."""
     time.sleep(max(0.0, moment + seconds - time.monotonic()))
 
 
@@ -53,7 +84,7 @@ def test_a_server_killed_longer_than_the_time_left_charges_nobody(kind, tmp_path
         alice, bob = Remote(server.url), Remote(server.url)
         made += [alice, bob]
         gid, left, seen = o_on_move(alice, bob)
-        time.sleep(1.5)  # the clock loop stamps the store once a second, server up
+        stamped_after_the_last_move(env)
         server.kill()
         killed = time.monotonic()
         had = left - (killed - seen)  # what O had when the server died
@@ -91,7 +122,7 @@ def test_a_paused_redis_charges_nobody_for_the_time_it_was_away(tmp_path, redis_
         alice, bob = Remote(server.url), Remote(server.url)
         made += [alice, bob]
         gid, left, seen = o_on_move(alice, bob)
-        time.sleep(1.5)  # stamped while the store answers
+        stamped_after_the_last_move(env)  # stamped while the store answers
         os.kill(redis_server.proc.pid, signal.SIGSTOP)
         paused, stopped = True, time.monotonic()
         had = left - (stopped - seen)

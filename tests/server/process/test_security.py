@@ -28,6 +28,7 @@ import websocket
 from flask.sessions import SecureCookieSessionInterface
 
 from tests.support.servers import ROOT, Log, Remotes, Server, free_port, in_ci
+from tests.support.waiting import eventually
 from ttt.web import create_app, get_socketio
 from ttt.web.realtime import housekeeping
 
@@ -80,7 +81,7 @@ class Gunicorn:
             self.proc = subprocess.Popen(
                 cmd, cwd=ROOT, env={**os.environ, **env, "TTT_ASYNC_MODE": "gevent"},
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_until(lambda: self._healthy(), 120, "gunicorn did not become healthy")
+        eventually(lambda: self._healthy(), 120, "gunicorn did not become healthy")
         self.pid = self._worker()
 
     def _healthy(self) -> bool:
@@ -109,15 +110,6 @@ def need_module(name: str) -> None:
             pytest.fail(f"{name} is required in CI (the prod extra installs it)")
         pytest.skip(f"{name} is not installed (the prod extra); CI fails instead")
 
-
-def wait_until(predicate, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(message)
-        time.sleep(0.05)
-
-
 def cookie_of(base: str) -> str:
     """A fresh player's session cookie, as the page hands it out."""
     http = requests.Session()
@@ -135,14 +127,17 @@ def handshake(base: str, cookie: str | None = None) -> str:
 
 def poll_until(url: str, headers: dict, *needles: str, timeout: float = 30) -> str:
     """Long-poll a session until its answers hold every needle; what it answered."""
-    answers = ""
-    deadline = time.monotonic() + timeout
-    while not all(needle in answers for needle in needles):
-        assert time.monotonic() < deadline, f"no {needles} in {answers[-300:]!r}"
+    answers: list[str] = []
+
+    def holding() -> str:
         answer = requests.get(url, headers=headers, timeout=timeout)
         assert answer.status_code == 200, answer.text
-        answers += answer.text
-    return answers
+        answers.append(answer.text)
+        text = "".join(answers)
+        return text if all(needle in text for needle in needles) else ""
+
+    return eventually(holding, timeout, lambda: f"no {needles} in {''.join(answers)[-300:]!r}",
+                      interval=0)
 
 
 def raw_request(port: int, head: str, body: bytes = b"", timeout: float = 10) -> int:
@@ -204,8 +199,17 @@ def stacks(pid: int, log: Path | None) -> str:
     if log is None or not log.exists():
         return "(no server log to read stacks from)"
     start = log.stat().st_size
+    threads = min(len(os.listdir(f"/proc/{pid}/task")), 100)  # faulthandler dumps 100 at most
+
+    def dumped() -> str:
+        text = log.read_bytes()[start:].decode("utf-8", "replace")
+        return text if text.count("hread 0x") >= threads and text.endswith("\n") else ""
+
     os.kill(pid, signal.SIGUSR1)
-    time.sleep(2)  # the dump is written by the server's own signal handler: a moment, not a state
+    # The server's own signal handler writes a block per thread ("Thread 0x...", "Current
+    # thread 0x..."): wait for them all, or take what came (this only explains a failure).
+    with contextlib.suppress(AssertionError):
+        eventually(dumped, 10, "every thread's stack in the dump")
     dump = log.read_bytes()[start:].decode("utf-8", "replace")
     places = collections.Counter(
         " <- ".join(line.strip() for line in block.splitlines()[1:4])
@@ -249,7 +253,7 @@ def attack_and_recover(base: str, port: int, pid: int, threads_matter: bool,
 
     # Each handshake's ping task sleeps one ping interval (10 s): wait for the state, not a time.
     try:
-        wait_until(settled, 150, "the server kept what the attack opened")
+        eventually(settled, 150, "the server kept what the attack opened")
     except AssertionError as error:
         raise AssertionError(f"{error}: before {fds0} files, {threads0} threads; now "
                              f"{resources(pid)}; files {open_files(pid)}\n{stacks(pid, log)}"
