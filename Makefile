@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-cluster bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-quick test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-cluster bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -52,9 +52,19 @@ translations-check: $(STAMP)
 run: $(STAMP)
 	$(PY) app.py --host $(HOST) --port $(PORT)
 
+# Everything (tests/README.md has the map), then its wall time; a failure still fails make.
 test: $(STAMP) system
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	@start=$$(date +%s); $(PY) -m pytest; status=$$?; secs=$$(( $$(date +%s) - start )); \
+	  echo "make test: $$((secs / 60)) min $$((secs % 60)) s"; exit $$status
+
+# The loop while working, under 2 minutes: the pure tests and the server's in-process tests
+# (Flask's and Socket.IO's test clients), less the two marked slow. No server process, no
+# browser, no deploy stack.
+test-quick: $(STAMP)
+	@start=$$(date +%s); $(PY) -m pytest -q -m "not slow" tests/unit tests/server/inprocess; \
+	  status=$$?; secs=$$(( $$(date +%s) - start )); \
+	  echo "make test-quick: $$((secs / 60)) min $$((secs % 60)) s"; exit $$status
 
 # The deploy/ files for real: redis, two gunicorn gevent processes and nginx on loopback,
 # games through the front, a restart in the middle of 20 of them (also part of `make test`).
