@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: translations translations-check run test test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-cluster bench-scrape capacity load system clean lighthouse
+.PHONY: translations translations-check run test test-quick test-deploy drill alerts lint bench bench-ai-load bench-ai-crowd bench-bots bench-uttt bench-compare bench-deploy bench-work bench-server bench-flood bench-abuse bench-front bench-cluster bench-scrape capacity load system clean lighthouse
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 # Debian's Chromium (browser tests, with an emoji font for the reactions), redis-server
 # (multi-process tests), nginx (the deploy/ front's test), prometheus (promtool checks the
-# /metrics scrape and deploy/prometheus.yml) and Node (tests/test_bundle.py runs a bundle),
+# /metrics scrape and deploy/prometheus.yml) and Node (tests/unit/test_bundle.py runs a bundle),
 # when missing.
 system:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 \
@@ -36,7 +36,7 @@ system:
 # The gettext catalogs (ttt/translations/, Flask-Babel): `make translations` finds every marked
 # string (templates, the server's Python, the page's t()/tn() in static/js), updates each
 # language's .po (new strings come in empty, for the translator) and compiles the .mo files.
-# The .mo files are committed too, so a fresh clone serves every language; tests/test_i18n.py
+# The .mo files are committed too, so a fresh clone serves every language; tests/server/inprocess/test_i18n.py
 # fails when one is older than its .po, or a .po has a missing or fuzzy entry.
 BABEL := $(VENV)/bin/pybabel
 POT   := ttt/translations/messages.pot
@@ -47,29 +47,39 @@ translations: $(STAMP)
 	$(BABEL) -q compile -d ttt/translations --statistics
 
 translations-check: $(STAMP)
-	$(PY) -m pytest -q tests/test_i18n.py
+	$(PY) -m pytest -q tests/server/inprocess/test_i18n.py
 
 run: $(STAMP)
 	$(PY) app.py --host $(HOST) --port $(PORT)
 
+# Everything (tests/README.md has the map), then its wall time; a failure still fails make.
 test: $(STAMP) system
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	@start=$$(date +%s); $(PY) -m pytest; status=$$?; secs=$$(( $$(date +%s) - start )); \
+	  echo "make test: $$((secs / 60)) min $$((secs % 60)) s"; exit $$status
+
+# The loop while working, under 2 minutes: the pure tests and the server's in-process tests
+# (Flask's and Socket.IO's test clients), less the two marked slow. No server process, no
+# browser, no deploy stack.
+test-quick: $(STAMP)
+	@start=$$(date +%s); $(PY) -m pytest -q -m "not slow" tests/unit tests/server/inprocess; \
+	  status=$$?; secs=$$(( $$(date +%s) - start )); \
+	  echo "make test-quick: $$((secs / 60)) min $$((secs % 60)) s"; exit $$status
 
 # The deploy/ files for real: redis, two gunicorn gevent processes and nginx on loopback,
 # games through the front, a restart in the middle of 20 of them (also part of `make test`).
 test-deploy: $(STAMP) system
-	$(PY) -m pytest -m deploy tests/test_deploy.py tests/test_deploy_doc.py
+	$(PY) -m pytest -m deploy tests/deploy/test_deploy.py tests/deploy/test_deploy_doc.py
 
 # On-call drills on a real server (also in `make test`): a local AI worker killed,
 # Redis stopped, the store wiped, a bug in an event; each seen by its alert's expression on a
 # real scrape, in /healthz and in one log line.
 drill: $(STAMP) system
-	$(PY) -m pytest -s tests/test_drill.py
+	$(PY) -m pytest -s tests/deploy/test_drill.py
 
 # deploy/alerts.yml: promtool check and unit tests, the runbook and dashboard against them.
 alerts: $(STAMP) system
-	$(PY) -m pytest tests/test_alerts.py
+	$(PY) -m pytest tests/deploy/test_alerts.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -128,7 +138,7 @@ bench-flood: $(STAMP)
 
 # The front-door attacks on `python app.py` (slow bodies, an event flood of 150 cookies,
 # a page flood of one cookie), an honest player from another address before and during each.
-# ARGS="--root /path/to/older/tree" for the before; through nginx: tests/test_deploy.py.
+# ARGS="--root /path/to/older/tree" for the before; through nginx: tests/deploy/test_deploy.py.
 bench-abuse: $(STAMP)
 	$(PY) -m bench.abuse $(ARGS)
 

@@ -117,7 +117,7 @@ def front_flood(count: int = 3000) -> dict[str, Any]:
     import tempfile
 
     from bench.front import stack
-    from tests.stack import DEPLOY, UNIT, shipped
+    from tests.support.stack import DEPLOY, UNIT, shipped
 
     work = Path(tempfile.mkdtemp(prefix="ttt-abuse-front-"))
     main = work / "nginx-main.conf"

@@ -14,7 +14,7 @@ budgets its searches got, the classic player's move p99 before and during the cr
 attackers let in and the `busy` answers, and anything lost (a reply that never came).
 Targets: with 40 attacking addresses the honest p95 <= 2 s; the classic p99 within
 the AI pool's bound (1.5x its quiet p99 + 20 ms); nothing lost. On 2 cores the clients take CPU
-too: the bench prints, the simulated test (tests/test_ai_crowd.py) gates.
+too: the bench prints, the simulated test (tests/unit/test_ai_crowd.py) gates.
 
 `--crowd analyses`: the K addresses ask Ultimate analyses instead, each playing a
 pass-and-play Ultimate game and asking `analyze` after every move (a new position each time,

@@ -5,7 +5,7 @@ For each N (1, 2, 4, 8 by default) and each queue (`plain`: python-socketio's Re
 every push to every process, TTT_QUEUE_BY_ROOM=0; `rooms`: ttt's room queue, a push only to
 the processes holding its room), side by side in one run: a fresh Redis (store and message
 queue), N `gunicorn -c deploy/gunicorn.conf.py` processes, nginx from deploy/nginx-main.conf +
-deploy/nginx.conf with N upstreams (tests/stack.py's conf with the upstream list grown and
+deploy/nginx.conf with N upstreams (tests/support/stack.py's conf with the upstream list grown and
 the per-address limits opened: every simulated player comes from 127.0.0.1). The same total
 load whatever N: `--players` at human pace (think `--think` s, spread over the processes by
 nginx's sticky hash) plus `--fast` players flat-out, perfect-AI games through the front.
@@ -44,8 +44,8 @@ METRICS_TOKEN = "bench-cluster-metrics-token"
 
 
 def grown_conf(conf: str, ports: list[int]) -> str:
-    """tests/stack.py's nginx conf (made for two upstreams) with `ports` as the upstreams and
-    the per-address limits opened (the bench's players all come from one address)."""
+    """tests/support/stack.py's nginx conf (made for two upstreams) with `ports` as the
+    upstreams and the per-address limits opened (the bench's players all come from one address)."""
     lines = "\n".join(f"    server 127.0.0.1:{p} max_fails=0;" for p in ports)
     conf, found = re.subn(r"(?:^\s*server 127\.0\.0\.1:\d+ max_fails=0;\n)+", lines + "\n",
                           conf, count=1, flags=re.M)
@@ -58,8 +58,8 @@ class Cluster:
     """Redis, N gunicorn gevent processes and nginx in front, all on loopback."""
 
     def __init__(self, work: Path, size: int, by_room: str) -> None:
-        from tests.servers import RedisServer, free_port
-        from tests.stack import Gunicorn, nginx_conf, wait_healthy
+        from tests.support.servers import RedisServer, free_port
+        from tests.support.stack import Gunicorn, nginx_conf, wait_healthy
 
         self.work = work
         work.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
     python -m bench.delay_tcp --target PORT --delay 0.0005   (prints the port it listens on)
 
-tests/delay_proxy.py does the same for browser tests on asyncio, whose epoll waits round a
+tests/support/delay_proxy.py does the same for browser tests on asyncio, whose epoll waits round a
 timeout up to the next millisecond: a 0.5 ms delay came out as 1 ms or more. Here each
 direction of each connection is two threads (one reads and stamps each chunk, one sends it
 when its time comes, sleeping with `time.sleep`, accurate to tens of microseconds), so a

@@ -1,7 +1,7 @@
 """1,800 websockets from 10 addresses through the deploy/ front.
 
-The production stack on loopback, from deploy/'s own files (tests/stack.py changes only ports
-and paths): redis, two gunicorn gevent processes under the unit's LimitNOFILE (prlimit), and
+The production stack on loopback, from deploy/'s own files (tests/support/stack.py changes only
+ports and paths): redis, two gunicorn gevent processes under the unit's LimitNOFILE (prlimit), and
 nginx from deploy/nginx-main.conf + deploy/nginx.conf. Then 10 loopback addresses
 (127.0.0.2-127.0.0.11, each under the 200-per-address cap) each open their share of
 websockets through nginx, every one completing the Socket.IO connect and answering pings.
@@ -81,8 +81,8 @@ def front_ms(base: str, path: str, tries: int = 9) -> tuple[float | None, int]:
 
 def stack(work: Path, nofile: int, main: Path) -> tuple[Any, list[Any], Any]:
     """redis, two gunicorn processes under `nofile` descriptors, nginx from `main`."""
-    from tests.servers import RedisServer
-    from tests.stack import METRICS_TOKEN, Gunicorn, Nginx
+    from tests.support.servers import RedisServer
+    from tests.support.stack import METRICS_TOKEN, Gunicorn, Nginx
 
     redis = RedisServer(shutil.which("redis-server") or "redis-server", work)
     env = {"TTT_STORE": redis.url, "TTT_MESSAGE_QUEUE": redis.url,
@@ -103,7 +103,7 @@ def stack(work: Path, nofile: int, main: Path) -> tuple[Any, list[Any], Any]:
 
 
 def run(sockets: int, addresses: int, stock: bool) -> dict[str, Any]:
-    from tests.stack import DEPLOY, UNIT, shipped
+    from tests.support.stack import DEPLOY, UNIT, shipped
 
     work = Path(tempfile.mkdtemp(prefix="ttt-front-"))
     main = DEPLOY / "nginx-main.conf"

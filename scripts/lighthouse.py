@@ -22,7 +22,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers import Remote, Server, close_all  # noqa: E402 (the repository's helpers)
+from tests.support.servers import Remote, Server, close_all  # noqa: E402 (the repository's helpers)
 
 CHROME_FLAGS = "--headless --no-sandbox --disable-gpu --no-first-run --disable-dev-shm-usage"
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from tests.servers import RedisServer, Remote, Server, close_all, need_binary
+from tests.support.clock import Clock
+from tests.support.servers import RedisServer, Remote, Server, close_all, need_binary
 from ttt.master.limits import Limits
 from ttt.master.presence import MemorySeats, Presence
 from ttt.master.table import Table
@@ -118,16 +119,6 @@ def stored_game(app):
 
 
 # --- the master alone, with a clock that moves only when a test says so ----------------------
-
-
-class Clock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

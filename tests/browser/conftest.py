@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Server, in_ci
+from tests.support.servers import Server, in_ci
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [

@@ -1,5 +1,5 @@
 """Board-ready on a slow network (issue 42): the time from the navigation to the server's
-acceptance of a tap made the moment the board allows one, through tests/delay_proxy.py at
+acceptance of a tap made the moment the board allows one, through tests/support/delay_proxy.py at
 200 ms each way, on a first visit and on a repeat visit (the service worker in charge).
 
 The page measures itself (an init script taps the first playable cell and notes when its mark

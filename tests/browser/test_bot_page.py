@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_play import board, cell
-from tests.servers import ROOT, Server
+from tests.support.servers import ROOT, Server
 from ttt.bots.sdk import Api
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_friend_page import host_friend_game, play, seat_together, status
-from tests.servers import Server
+from tests.support.servers import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 

@@ -1,6 +1,6 @@
 """The page shows exactly what the server sends, not what it would work out itself.
 
-Against a server that sends odd but valid values (tests/odd_app.py): a claim delay of 7
+Against a server that sends odd but valid values (tests/support/odd_app.py): a claim delay of 7
 seconds, a classic AI level no real server has with a record row of its own name, and ultimate
 `targets` that differ from `next`. (This replaces reading the page's modules for old spellings
 of rules: a rule written again in the page, in any spelling, shows here as the wrong thing on
@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from tests.browser.test_friend_page import play, seat_together
 from tests.browser.test_play import choose
 from tests.browser.test_ultimate import square, start_ultimate, status, targets
-from tests.odd_app import ODD_LEVEL, ODD_ROW, odd_targets
-from tests.servers import Server
+from tests.support.odd_app import ODD_LEVEL, ODD_ROW, odd_targets
+from tests.support.servers import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
@@ -32,7 +32,7 @@ def odd_server(tmp_path_factory):
     server = Server({"TTT_STORE": "memory://", "TTT_SECRET_KEY": "odd-test",
                      "TTT_CLAIM_AFTER": "7", "TTT_CREATE_RATE": "100000",
                      "TTT_MAX_LIVE_PER_ADDRESS": "100000"},
-                    log=log, script=ROOT / "tests" / "odd_app.py").start()
+                    log=log, script=ROOT / "tests" / "support" / "odd_app.py").start()
     yield server.url
     server.stop()
 

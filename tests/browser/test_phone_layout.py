@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_play import share_link
 from tests.browser.test_ultimate import start_ultimate, status
-from tests.servers import ROOT, Server
+from tests.support.servers import ROOT, Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 

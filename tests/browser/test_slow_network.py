@@ -1,7 +1,7 @@
 """The page on a slow network (issue 30): the player's mark shows at the tap, pending, before the
 move reaches the server; a refused move is rolled back with its message; the AI's reply shows as
-soon as it is here. The page goes through tests/delay_proxy.py (CDP throttling does not slow a
-websocket)."""
+soon as it is here. The page goes through tests/support/delay_proxy.py (CDP throttling does
+not slow a websocket)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_friend_page import host_friend_game, play, status
 from tests.browser.test_play import cell, share_link
-from tests.delay_proxy import DelayProxy
+from tests.support.delay_proxy import DelayProxy
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 
