@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PURE_MODULES = (
     "ttt.runtime.fingerprint", "ttt.runtime.loglines", "ttt.runtime.jsonlog",
     "ttt.runtime.translation",
-    "ttt.rules.classic.classic", "ttt.rules.classic.ultimate",
+    "ttt.rules.classic", "ttt.rules.ultimate",
     "ttt.ai.solver", "ttt.ai.levels", "ttt.ai.analysis", "ttt.ai.randomness", "ttt.ai.mcts",
     "ttt.ai.mcts_position", "ttt.ai.mcts_search", "ttt.ai.mcts_trees", "ttt.ai.mcts_book",
     "ttt.game.variants", "ttt.game.match", "ttt.game.endings", "ttt.game.view",
