@@ -16,6 +16,11 @@ import { createSession } from "./session.js";
 
 const byId = (id) => document.getElementById(id);
 
+// A language just chosen in the menu (`/?lang=de`): the shell kept for the next visit is fetched
+// again, in it. A worker installing as the choice was made kept the page it had fetched before,
+// in the language before, and the next visit would open in that.
+const chosenLanguage = new URLSearchParams(location.search).has("lang");
+
 /**
  * A part whose module is loaded the first time one of its methods is called (the first visit
  * stays light); `idle`: what a method does before then, when calling it must not load it.
@@ -145,7 +150,15 @@ session.restore();
 byId("app").addEventListener("ttt:ready", () => {
   if (!("serviceWorker" in navigator)) return;
   setTimeout(() => navigator.serviceWorker.register("/sw.js").catch(() => {}), AFTER_READY_MS);
+  if (chosenLanguage) navigator.serviceWorker.ready.then(refreshShell).catch(() => {});
 }, { once: true });
+
+/** The `/` shell in every cache of the worker's, fetched again (the cookie's language). */
+async function refreshShell() {
+  const names = (await caches.keys()).filter((name) => name.startsWith("ttt-"));
+  const shell = () => new Request("/", { cache: "no-cache" });
+  await Promise.all(names.map(async (name) => (await caches.open(name)).add(shell())));
+}
 
 // "Your games": the player's live friend games, asked for with every game entered and when
 // the page is looked at again (its module comes then, after the board).

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -278,6 +279,32 @@ def test_the_first_visit_follows_accept_language_and_the_menu_is_remembered(app)
         == "de"
     assert lang_of(app.test_client().get("/", headers={"Accept-Language": "ja"}).text)[0] == "en"
     assert lang_of(app.test_client().get("/?lang=xx").text)[0] == "en"
+
+
+def test_an_answer_to_a_request_sent_before_the_choice_does_not_undo_it(app, monkeypatch):
+    """The page before the menu's link still fetches (its files, the service worker's
+    precache) as the link is followed: an answer that sent back the cookie its request brought
+    undid the choice (a browser test met it on a loaded machine). The cookie goes out only
+    when it changes: a new player, a language chosen, at most once a day (its 400 days)."""
+    client = app.test_client()
+    first = client.get("/", headers={"Accept-Language": "es"})
+    assert "Set-Cookie" in first.headers
+    before = client.get_cookie("session").value
+    assert "Set-Cookie" in client.get("/?lang=de").headers
+    late = app.test_client()  # requests that left with the cookie from before the choice
+    late.set_cookie("session", before)
+    script = re.search(r'src="(/static/[^"]+)"', first.text).group(1)
+    for path in ("/", script, "/sw.js", "/manifest.webmanifest", "/healthz", "/bots"):
+        answer = late.get(path, headers={"Accept-Language": "es"})
+        assert answer.status_code == 200, path
+        assert "Set-Cookie" not in answer.headers, path
+    assert lang_of(client.get("/", headers={"Accept-Language": "es"}).text)[0] == "de"
+    # The next day's first page sends it again, with the choice: the 400 days start again.
+    day = time.time() + 86400
+    monkeypatch.setattr(time, "time", lambda: day)
+    assert "Set-Cookie" in client.get("/").headers
+    assert "Set-Cookie" not in client.get("/").headers
+    assert lang_of(client.get("/").text)[0] == "de"
 
 
 def test_only_the_players_language_is_sent_with_the_page(app):

@@ -63,12 +63,20 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 
 
 def ensure_player() -> str:
-    """The visitor's player id, made and put in the signed session cookie on first visit."""
+    """The visitor's player id, made and put in the signed session cookie on first visit.
+    The cookie is sent again only when it changes (SESSION_REFRESH_EACH_REQUEST is off): at
+    most once a day here, which starts its 400 days again. An answer that re-sent the cookie
+    as its request brought it undid a change made meanwhile: a language chosen while the page
+    before still fetched its files (the service worker's precache) was forgotten."""
     player = session.get("pid")
     if not isinstance(player, str) or not PLAYER_ID.fullmatch(player):
         player = secrets.token_urlsafe(16)
         session["pid"] = player
-    session.permanent = True
+    day = int(time.time() // 86400)
+    if session.get("day") != day:
+        session["day"] = day
+    if not session.permanent:  # setting it, even to what it is, marks the session changed
+        session.permanent = True
     return player
 
 

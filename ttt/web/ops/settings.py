@@ -87,6 +87,8 @@ DEFAULTS: dict[str, Any] = dict(
     SESSION_COOKIE_SAMESITE="Lax",
     SESSION_COOKIE_SECURE=False,
     PERMANENT_SESSION_LIFETIME=400 * 24 * 3600,
+    # The cookie only in answers that change it (ttt.web.http.pages.ensure_player).
+    SESSION_REFRESH_EACH_REQUEST=False,
 )
 
 
