@@ -136,6 +136,28 @@ def test_axe_finds_nothing_in_arabic(phones):
     assert problems == []
 
 
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_menu_label_keeps_its_space_before_the_language(phones, language):
+    """ "Language: English", not "Language:English": the summary is a flex box, and a space
+    between two of its items is dropped; the words stay one item."""
+    page = phones(language)
+    expect(page.locator("#status")).not_to_be_empty()
+    gap = page.evaluate("""() => {
+        const summary = document.querySelector(".language-menu summary");
+        const name = summary.querySelector("span[lang]");
+        const walker = document.createTreeWalker(summary, NodeFilter.SHOW_TEXT);
+        let label = null;
+        while (walker.nextNode()) {
+            if (walker.currentNode.data.includes(":")) label = walker.currentNode;
+        }
+        const range = document.createRange();
+        range.setStart(label, 0);
+        range.setEnd(label, label.data.indexOf(":") + 1);
+        return name.getBoundingClientRect().left - range.getBoundingClientRect().right;
+    }""")
+    assert gap >= 3, gap
+
+
 def test_the_language_menu_switches_and_remembers(phones):
     page = phones("es-ES")
     page.locator(".language-menu summary").click()
