@@ -143,16 +143,24 @@ class Remote:
                           timeout, lambda: f"no {name} push matched: {self.pushed(name)[-3:]}",
                           interval=0.02)[0]
 
-    def wait_until(self, event: str, payload: dict, predicate, timeout: float = 10.0) -> dict:
+    def wait_until(self, event: str, payload: dict, predicate, timeout: float = 10.0,
+                   call_timeout: float = 5) -> dict:
         """Call until the answer matches predicate (a state the server reaches by itself)."""
         answers: list[dict] = []
 
         def matched() -> tuple[dict] | None:
-            answers.append(self.call(event, payload))
+            answers.append(self.call(event, payload, timeout=call_timeout))
             return (answers[-1],) if predicate(answers[-1]) else None
 
         return eventually(matched, timeout, lambda: f"{event} never matched: {answers[-1]}",
                           interval=0.1)[0]
+
+    def when_writable(self, event: str, payload: dict, timeout: float = 10.0) -> dict:
+        """The first answer that is not `unavailable`: after a store or queue outage, the event
+        as soon as this player's process can write again."""
+        return self.wait_until(event, payload, lambda answer: answer["ok"]
+                               or answer["error"]["code"] != "unavailable", timeout,
+                               call_timeout=10)
 
     def close(self) -> None:
         if self.sio.connected:
