@@ -265,6 +265,7 @@ def land(remote: Remote, game_id: str, ply: int, cell: int, log: list) -> None:
     restart: a refusal "unavailable" or a lost answer means unknown; after the reconnect, the
     game itself says whether the move is in (a repeat is refused "stale", never played twice)."""
     deadline = time.monotonic() + 60
+    answer = seen = None
     while time.monotonic() < deadline:
         answer = None
         if remote.sio.connected:
@@ -282,7 +283,10 @@ def land(remote: Remote, game_id: str, ply: int, cell: int, log: list) -> None:
             assert seen["game"]["moves"][:ply] == DRAW[:ply], seen
             log.append(("landed unanswered", ply, time.monotonic()))
             return
-    raise AssertionError(f"move {ply} of {game_id} never landed")
+    # What the client saw last, so a rare failure explains itself (connected, transport, answers).
+    raise AssertionError(f"move {ply} of {game_id} never landed: connected "
+                         f"{remote.sio.connected}, transport {remote.sio.transport()}, "
+                         f"last answer {answer}, last join {seen and seen.get('game', seen)}")
 
 
 def settled(remote: Remote, game_id: str) -> dict:
